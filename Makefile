@@ -1,0 +1,40 @@
+# make run   -> create .venv, install, serve the app on $(PORT)
+# make test  -> create .venv, install, ruff + the whole pytest suite (browser tests included)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+STAMP := $(VENV)/.installed
+
+.PHONY: install run kiosk test lint browser-deps bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+run: install
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+kiosk: install
+	DLGUIDE_KIOSK=1 $(PY) -m streamlit run app.py --server.port $(PORT)
+
+lint: install
+	$(PY) -m ruff check .
+
+# Debian chromium for the Playwright browser tests (Playwright's own browser download
+# needs the internet; Debian's package does not).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing and not root: browser tests will skip (install Debian's chromium)"; fi; }
+
+test: install browser-deps lint
+	$(PY) -m pytest
+
+bench: install
+	$(PY) bench/bench_classify.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

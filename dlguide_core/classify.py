@@ -1,0 +1,83 @@
+"""Batched top-k classification with softmax probabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from dlguide_core.errors import ImageError
+from dlguide_core.images import load_image
+from dlguide_core.models import LoadedModel
+from dlguide_core.presets import preprocess
+
+
+@dataclass(frozen=True)
+class Prediction:
+    label: str
+    index: int
+    prob: float
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    """One input's outcome: predictions, or the one-line reason it could not be classified."""
+
+    image: str
+    top: tuple[Prediction, ...] = ()
+    error: str | None = None
+    decoded: Image.Image | None = field(default=None, repr=False, compare=False)  # for display
+
+    def to_json(self) -> dict:
+        if self.error is not None:
+            return {"image": self.image, "error": self.error}
+        return {"image": self.image, "top": [p.to_json() for p in self.top]}
+
+
+def top_k(logits: torch.Tensor, class_names: Sequence[str], k: int = 5) -> list[tuple[Prediction, ...]]:
+    """(B, C) logits -> per row the k most probable classes, highest first."""
+    probs = torch.softmax(logits.float(), dim=1)
+    values, indices = torch.topk(probs, min(k, probs.shape[1]), dim=1)
+    return [
+        tuple(Prediction(class_names[i], int(i), float(p)) for p, i in zip(row_p.tolist(), row_i.tolist()))
+        for row_p, row_i in zip(values, indices)
+    ]
+
+
+@torch.inference_mode()
+def predict_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
+    """(B, 3, H, W) preprocessed batch -> (B, C) float32 logits on the CPU."""
+    return loaded.model(batch.to(loaded.device)).float().cpu()
+
+
+def classify_images(loaded: LoadedModel, images: Sequence[Image.Image], *, k: int = 5,
+                    batch_size: int = 32) -> list[tuple[Prediction, ...]]:
+    """RGB images -> top-k per image, run in batches of `batch_size`."""
+    results: list[tuple[Prediction, ...]] = []
+    for start in range(0, len(images), batch_size):
+        batch = preprocess(images[start:start + batch_size], loaded.preset)
+        results.extend(top_k(predict_logits(loaded, batch), loaded.class_names, k))
+    return results
+
+
+def classify_sources(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]], *,
+                     k: int = 5, batch_size: int = 32) -> list[ImageResult]:
+    """(name, bytes-or-path) pairs -> one ImageResult each, in order; bad files get an error, not an exception."""
+    decoded: list[tuple[int, Image.Image]] = []
+    results: list[ImageResult] = [ImageResult(name) for name, _ in sources]
+    for i, (name, source) in enumerate(sources):
+        try:
+            decoded.append((i, load_image(source, name=name)))
+        except ImageError as exc:
+            results[i] = ImageResult(name, error=str(exc))
+    tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=batch_size)
+    decoded_images = dict(decoded)
+    for (i, _), top in zip(decoded, tops):
+        results[i] = ImageResult(results[i].image, top=top, decoded=decoded_images[i])
+    return results

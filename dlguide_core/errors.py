@@ -1,0 +1,21 @@
+"""User-facing errors: one line each, safe to show in the app or print from the CLI."""
+
+
+class DlguideError(Exception):
+    """An error whose message is meant for the user (no traceback needed)."""
+
+
+class ImageError(DlguideError):
+    """An upload or file that is not a usable image."""
+
+
+class WeightsUnavailable(DlguideError):
+    """Requested weights are not on disk and cannot be downloaded (offline)."""
+
+
+class CheckpointError(DlguideError):
+    """A checkpoint file that is missing, foreign or corrupt."""
+
+
+class PathNotAllowed(DlguideError):
+    """A path outside the configured data roots."""

@@ -1,0 +1,44 @@
+"""Where dlguide keeps its state and which folders users may pick data from.
+
+DLGUIDE_HOME (default ./.dlguide) holds jobs, checkpoints, exports and caches.
+DLGUIDE_DATA_ROOTS (os.pathsep-separated) lists the folders datasets may come from;
+forms in the app pick among their children and never accept a typed path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dlguide_core.errors import PathNotAllowed
+
+
+def home() -> Path:
+    path = Path(os.environ.get("DLGUIDE_HOME", ".dlguide")).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def data_roots() -> list[Path]:
+    raw = os.environ.get("DLGUIDE_DATA_ROOTS")
+    if raw:
+        roots = [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
+    else:
+        roots = [home() / "data"]
+        roots[0].mkdir(parents=True, exist_ok=True)
+    return [r.resolve() for r in roots if r.is_dir()]
+
+
+def resolve_in_roots(path: str | Path, roots: list[Path] | None = None) -> Path:
+    """Resolve `path` (symlinks included) and refuse it unless it lies inside a data root."""
+    roots = data_roots() if roots is None else [r.resolve() for r in roots]
+    resolved = Path(path).expanduser().resolve()
+    for root in roots:
+        if resolved == root or root in resolved.parents:
+            return resolved
+    names = ", ".join(str(r) for r in roots) or "(none configured)"
+    raise PathNotAllowed(f"{path} is outside the configured data roots: {names}. Set DLGUIDE_DATA_ROOTS.")
+
+
+def kiosk_mode() -> bool:
+    return os.environ.get("DLGUIDE_KIOSK", "").strip().lower() in {"1", "true", "yes", "on"}

@@ -1,0 +1,57 @@
+"""Devices: what PyTorch, ONNX Runtime, MIGraphX and TensorFlow see, and the guide's install checks."""
+
+import pandas as pd
+import streamlit as st
+
+from dlguide_core import devices
+from pages.common import device_report
+
+st.title("Devices")
+if st.button("Refresh", key="devices_refresh"):
+    device_report.clear()
+with st.spinner("Probing devices (TensorFlow is probed in a separate process)…"):
+    report = device_report(include_tensorflow=True)
+
+st.subheader(devices.summary_label(report))
+cols = st.columns(4)
+cols[0].metric("PyTorch", report.torch)
+cols[1].metric("Backend", report.backend.upper())
+cols[2].metric("HIP" if report.backend == "rocm" else "CUDA", report.hip_version or report.cuda_version or "—")
+cols[3].metric("GPUs", len(report.devices))
+
+st.subheader("Install checks (from the guide)")
+st.dataframe(pd.DataFrame([{"check": c.name, "result": "✅ pass" if c.passed else "❌ fail", "detail": c.detail}
+                           for c in report.checks]), hide_index=True, key="devices_checks")
+
+st.subheader("PyTorch devices")
+if report.devices:
+    st.dataframe(pd.DataFrame([{"index": g.index, "name": g.name,
+                                "memory (GiB)": round(g.total_memory_bytes / 2**30, 1)} for g in report.devices]),
+                 hide_index=True, key="devices_gpus")
+else:
+    st.info("No GPU visible to PyTorch: everything runs on the CPU.")
+
+if report.smi:
+    st.subheader("Live readings (rocm-smi / amd-smi)")
+    st.dataframe(pd.DataFrame([{
+        "gpu": r.index, "utilisation %": r.utilisation_percent, "temperature °C": r.temperature_c,
+        "VRAM used (GiB)": None if r.vram_used_bytes is None else round(r.vram_used_bytes / 2**30, 2),
+        "VRAM total (GiB)": None if r.vram_total_bytes is None else round(r.vram_total_bytes / 2**30, 1),
+        "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
+
+st.subheader("Inference runtimes")
+st.dataframe(pd.DataFrame([
+    {"runtime": "MIGraphX", "available": "✅" if report.migraphx else "❌", "detail": report.migraphx_detail},
+    {"runtime": "ONNX Runtime", "available": "✅" if report.onnxruntime_providers else "❌",
+     "detail": ", ".join(report.onnxruntime_providers) or "onnxruntime not installed"},
+]), hide_index=True, key="devices_runtimes")
+
+st.subheader("TensorFlow")
+tf = report.tensorflow
+if tf is None:
+    st.info("TensorFlow is not installed (tensorflow-rocm on ROCm hosts, tensorflow-cpu elsewhere).")
+elif "error" in tf:
+    st.error(tf["error"])
+else:
+    st.write(f"TensorFlow {tf['version']} (built with ROCm: {tf['built_with_rocm']}, CUDA: {tf['built_with_cuda']})")
+    st.dataframe(pd.DataFrame(tf["devices"]), hide_index=True, key="devices_tf")

@@ -77,7 +77,6 @@ def classify_sources(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | s
         except ImageError as exc:
             results[i] = ImageResult(name, error=str(exc))
     tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=batch_size)
-    decoded_images = dict(decoded)
-    for (i, _), top in zip(decoded, tops):
-        results[i] = ImageResult(results[i].image, top=top, decoded=decoded_images[i])
+    for (i, img), top in zip(decoded, tops):
+        results[i] = ImageResult(results[i].image, top=top, decoded=img)
     return results

@@ -173,13 +173,14 @@ def parse_rocm_smi(text: str) -> list[SmiReading]:
     for card, values in data.items():
         if not card.startswith("card") or not isinstance(values, dict):
             continue  # "system" and other non-GPU sections
-        temps = [v for k, v in values.items() if k.startswith("Temperature") and "edge" in k.lower()]
-        temps = temps or [v for k, v in values.items() if k.startswith("Temperature")]
+        # Edge first (consumer cards), then junction (MI-series report edge as N/A), then any sensor.
+        temps = sorted((("edge" not in k.lower(), "junction" not in k.lower()), _number(v))
+                       for k, v in values.items() if k.startswith("Temperature") and _number(v) is not None)
         used = _number(values.get("VRAM Total Used Memory (B)"))
         total = _number(values.get("VRAM Total Memory (B)"))
         readings.append(SmiReading(
             index=int(card[4:]), utilisation_percent=_number(values.get("GPU use (%)")),
-            temperature_c=_number(temps[0]) if temps else None,
+            temperature_c=temps[0][1] if temps else None,
             vram_used_bytes=int(used) if used is not None else None,
             vram_total_bytes=int(total) if total is not None else None, source="rocm-smi"))
     return sorted(readings, key=lambda r: r.index)

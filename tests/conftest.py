@@ -1,0 +1,156 @@
+"""Shared fixtures: an isolated DLGUIDE_HOME per test, a stand-in for the ImageNet
+weights file, and a served app + headless Debian chromium for browser tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own DLGUIDE_HOME and never touches the network."""
+    home = tmp_path / "dlguide_home"
+    monkeypatch.setenv("DLGUIDE_HOME", str(home))
+    monkeypatch.setenv("DLGUIDE_OFFLINE", "1")
+    monkeypatch.delenv("DLGUIDE_DATA_ROOTS", raising=False)
+    monkeypatch.delenv("DLGUIDE_KIOSK", raising=False)
+    return home
+
+
+def _calibrated_inception_state(seed: int = 0) -> dict[str, torch.Tensor]:
+    """A random Inception v3 whose classifier is rescaled so its softmax has a real spread
+    on photos (a bare random init saturates to one class). Stands in for the ImageNet
+    weights, which cannot be downloaded here."""
+    from torchvision.models import inception_v3
+
+    from dlguide_core.images import load_image
+    from dlguide_core.presets import preprocess
+
+    torch.manual_seed(seed)
+    model = inception_v3(weights=None, aux_logits=True, init_weights=True, transform_input=True).eval()
+    photos = [load_image(p) for p in sorted((ROOT / "dlguide_core" / "samples").glob("*.jpg"))]
+    features: list[torch.Tensor] = []
+    hook = model.fc.register_forward_hook(lambda _m, inputs, _o: features.append(inputs[0]))
+    with torch.no_grad():
+        model(preprocess(photos))
+        hook.remove()
+        centred = features[0] - features[0].mean(dim=0, keepdim=True).mean()
+        model.fc.weight.mul_(3.0 / (centred @ model.fc.weight.T).std())  # logits std ~3
+        model.fc.bias.zero_()
+    return model.state_dict()
+
+
+@pytest.fixture(scope="session")
+def imagenet_state_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch_home = tmp_path_factory.mktemp("torch_home")
+    path = torch_home / "hub" / "checkpoints" / "inception_v3_google-0cc3c7bd.pth"
+    path.parent.mkdir(parents=True)
+    torch.save(_calibrated_inception_state(), path)
+    return path
+
+
+@pytest.fixture
+def fake_imagenet(imagenet_state_file: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TORCH_HOME holding a state-dict file where torchvision caches IMAGENET1K_V1."""
+    monkeypatch.setenv("TORCH_HOME", str(imagenet_state_file.parents[2]))
+    return imagenet_state_file
+
+
+@pytest.fixture
+def sample_jpeg() -> Path:
+    return ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
+
+
+# ---------------------------------------------------------------- browser tests
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
+
+
+@pytest.fixture
+def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Factory: `url = app_server(ENV_VAR=value, ...)` serves app.py on a free loopback port.
+
+    The server inherits the test's environment (DLGUIDE_HOME, TORCH_HOME, ...) plus the
+    overrides; it is stopped when the test ends. Its log is at tmp_path/streamlit.log."""
+    procs: list[subprocess.Popen] = []
+
+    def start(**env_overrides: str) -> str:
+        port = _free_port()
+        env = {**os.environ, **{k: str(v) for k, v in env_overrides.items()}}
+        log = open(tmp_path / f"streamlit-{port}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, proc)
+        return url
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("Debian chromium is missing in CI: `make test` should have installed it")
+        pytest.skip("Debian chromium not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def browser_page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()

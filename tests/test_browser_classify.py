@@ -1,0 +1,26 @@
+"""A real browser (Debian chromium via Playwright) uploads an image and sees the top-5."""
+
+import pytest
+
+from dlguide_core.classify import classify_sources
+from dlguide_core.models import load_model
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_upload_shows_top5_matching_the_core(app_server, browser_page, fake_imagenet, sample_jpeg, tmp_path):
+    url = app_server()
+    page = browser_page
+    page.goto(url)
+    page.get_by_text("Classify with Inception v3").wait_for()
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(sample_jpeg))
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)
+    page.locator(".ytick text").nth(4).wait_for()
+    ticks = page.locator('[data-testid="stPlotlyChart"] .ytick text')
+    labels = [t.strip() for t in ticks.evaluate_all("els => els.map(e => e.textContent)")]
+    page.screenshot(path=str(tmp_path / "classify.png"), full_page=True)
+
+    expected = classify_sources(load_model("imagenet", device="cpu"), [("cat", str(sample_jpeg))])[0].top
+    assert len(labels) == 5
+    assert sorted(labels) == sorted(p.label for p in expected)
+    assert page.get_by_text("Traceback").count() == 0

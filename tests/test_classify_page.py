@@ -1,0 +1,65 @@
+"""AppTest of the Classify page (through app.py's navigation, as a user reaches it)."""
+
+import pytest
+
+from tests.apptest import open_app
+from tests.test_classify import guide_snippet
+
+
+def test_missing_imagenet_weights_explain_and_offer_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    at = open_app()
+    assert not at.exception
+    assert any("inception_v3_google-0cc3c7bd.pth" in w.value for w in at.warning)
+    assert at.button(key="classify_download_weights")
+    at.button(key="classify_download_weights").click().run()
+    assert any("could not be downloaded" in e.value for e in at.error)  # offline: a message, no traceback
+    assert not at.exception
+
+
+def test_upload_shows_five_rows_and_untrained_banner(sample_jpeg):
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    at.file_uploader(key="classify_upload").set_value(("cat.jpg", sample_jpeg.read_bytes(), "image/jpeg")).run()
+    assert not at.exception
+    assert any("untrained" in w.value for w in at.warning)
+    (table,) = at.dataframe
+    assert len(table.value) == 5 and list(table.value["rank"]) == [1, 2, 3, 4, 5]
+
+
+def test_a_bad_file_gets_its_own_error_and_the_others_still_show(sample_jpeg):
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    at.file_uploader(key="classify_upload").set_value([
+        ("good.jpg", sample_jpeg.read_bytes(), "image/jpeg"),
+        ("evil.png", b"\x89PNG\r\n\x1a\n garbage", "image/png"),
+        ("good2.jpg", sample_jpeg.read_bytes(), "image/jpeg"),
+    ]).run()
+    assert not at.exception
+    assert len(at.dataframe) == 2
+    assert len(at.error) == 1 and "evil.png" in at.error[0].value
+
+
+def test_bundled_sample_classifies():
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    at.selectbox(key="classify_sample").set_value("chelsea").run()
+    assert not at.exception and len(at.dataframe) == 1
+
+
+@pytest.mark.slow
+def test_page_matches_the_guides_snippet(fake_imagenet, sample_jpeg):
+    import torch
+    from torchvision.models import inception_v3
+
+    at = open_app()
+    assert at.selectbox(key="classify_weights").value == "imagenet"
+    at.file_uploader(key="classify_upload").set_value(("cat.jpg", sample_jpeg.read_bytes(), "image/jpeg")).run()
+    assert not at.exception and not at.warning
+    table = at.dataframe[0].value
+    reference = inception_v3(weights=None, aux_logits=True, transform_input=True, init_weights=False)
+    reference.load_state_dict(torch.load(fake_imagenet, weights_only=True))
+    ids, probs = guide_snippet(reference.eval(), sample_jpeg)
+    assert list(table["index"]) == ids
+    # the table rounds to 4 decimals for display
+    assert max(abs(a - b) for a, b in zip(table["probability"], probs)) <= 1e-4 + 5e-5

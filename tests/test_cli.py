@@ -1,0 +1,83 @@
+"""The CLI contracts of issue 2: devices --json, classify --json and its exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlguide_core.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_devices_json(capsys):
+    code, out, _ = run_cli(capsys, "devices", "--json", "--no-tensorflow")
+    data = json.loads(out)
+    assert code == 0
+    assert {"torch", "backend", "devices", "migraphx", "onnxruntime_providers"} <= data.keys()
+
+
+def test_classify_json_all_good_exits_0(capsys, sample_jpeg):
+    code, out, err = run_cli(capsys, "classify", str(sample_jpeg), str(sample_jpeg), "--weights", "none",
+                             "--top", "3", "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data) == 2
+    assert data[0]["image"] == str(sample_jpeg)
+    assert [set(t) for t in data[0]["top"]] == [{"label", "index", "prob"}] * 3
+    assert "untrained" in err
+
+
+def test_classify_json_keeps_order_and_exits_1_on_a_bad_image(capsys, sample_jpeg, tmp_path):
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("not an image")
+    code, out, _ = run_cli(capsys, "classify", str(bad), str(sample_jpeg), "--weights", "none", "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert data[0] == {"image": str(bad), "error": data[0]["error"]} and "not an image" in data[0]["error"]
+    assert len(data[1]["top"]) == 5
+
+
+def test_classify_imagenet_offline_without_cache_exits_3(capsys, sample_jpeg, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    code, out, err = run_cli(capsys, "classify", str(sample_jpeg), "--weights", "imagenet", "--json")
+    assert code == 3 and out == ""
+    assert "inception_v3_google-0cc3c7bd.pth" in err
+
+
+def test_classify_bad_checkpoint_is_a_usage_error(capsys, sample_jpeg, tmp_path):
+    code, _, err = run_cli(capsys, "classify", str(sample_jpeg), "--weights", str(tmp_path / "missing.pt"))
+    assert code == 2 and "not found" in err
+
+
+@pytest.mark.parametrize("argv", [["classify"], ["classify", "x.jpg", "--top", "0"], ["nonsense"]])
+def test_usage_errors_exit_2(argv):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+
+
+@pytest.mark.slow
+def test_module_entry_point_and_parity_with_the_guide(fake_imagenet, sample_jpeg):
+    """`python -m dlguide_core classify` in a real process agrees with the guide's snippet."""
+    import torch
+    from torchvision.models import inception_v3
+
+    from tests.test_classify import guide_snippet
+
+    proc = subprocess.run([sys.executable, "-m", "dlguide_core", "classify", str(sample_jpeg), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads(proc.stdout)
+    reference = inception_v3(weights=None, aux_logits=True, transform_input=True, init_weights=False)
+    reference.load_state_dict(torch.load(fake_imagenet, weights_only=True))
+    ids, probs = guide_snippet(reference.eval(), sample_jpeg)
+    assert [t["index"] for t in entry["top"]] == ids
+    assert max(abs(t["prob"] - p) for t, p in zip(entry["top"], probs)) <= 1e-4

@@ -5,16 +5,22 @@ import streamlit as st
 from dlguide_core import settings
 from pages.common import device_label
 
-st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon="🧠", layout="wide")
+st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon=":material/neurology:", layout="wide")
 
 PAGES = [
-    st.Page("pages/classify.py", title="Classify", icon="🖼️", url_path="classify", default=True),
-    st.Page("pages/devices.py", title="Devices", icon="🖥️", url_path="devices"),
+    st.Page("pages/classify.py", title="Classify", icon=":material/image_search:", url_path="classify", default=True),
+    st.Page("pages/devices.py", title="Devices", icon=":material/memory:", url_path="devices"),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:", url_path="train"),
+    st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk"),
+    st.Page("pages/compiled.py", title="Compiled inference", icon=":material/bolt:", url_path="compiled"),
 ]
-KIOSK_HIDDEN = {"devices", "train"}
 
 if settings.kiosk_mode():
-    PAGES = [p for p in PAGES if p.url_path not in KIOSK_HIDDEN]
+    # Booth mode routes the kiosk page alone (an allow-list: pages added later stay hidden too).
+    # st.navigation serves only the pages in its list, so /train or ?page=devices land here.
+    PAGES = [st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
+    st.navigation(PAGES, position="hidden").run()
+    st.stop()
 
 page = st.navigation(PAGES)
 with st.sidebar:

@@ -83,3 +83,48 @@ def denormalize(batch: torch.Tensor, preset: EvalPreset = GUIDE_EVAL) -> torch.T
     mean = torch.tensor(preset.mean).view(1, 3, 1, 1)
     std = torch.tensor(preset.std).view(1, 3, 1, 1)
     return (batch * std + mean).clamp(0, 1)
+
+
+@dataclass(frozen=True)
+class TrainPreset:
+    """The guide's training transform: RandomResizedCrop, PILToTensor, ConvertImageDtype, Normalize.
+
+    `random_resized_crop=False` keeps the image size (CIFAR's ToTensor + Normalize).
+    """
+
+    crop: int = 299
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bilinear"
+    random_resized_crop: bool = True
+    hflip: bool = False
+
+    def __post_init__(self) -> None:
+        if self.interpolation not in _INTERPOLATIONS:
+            choices = ", ".join(sorted(_INTERPOLATIONS))
+            raise ValueError(f"interpolation must be one of {choices}, not {self.interpolation!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+GUIDE_TRAIN = TrainPreset()
+CIFAR_TRAIN = TrainPreset(crop=32, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), random_resized_crop=False)
+
+
+def inception_train_presets(image_size: int = 299) -> tuple[TrainPreset, EvalPreset]:
+    """Train/val presets of the Inception v3 recipe, scaled to `image_size` (val resizes by 342/299)."""
+    resize = max(image_size, round(image_size * INCEPTION_TRAIN_VAL.resize / INCEPTION_TRAIN_VAL.crop))
+    return TrainPreset(crop=image_size), EvalPreset(resize=resize, crop=image_size)
+
+
+def train_transform(preset: TrainPreset = GUIDE_TRAIN) -> transforms.Compose:
+    """The torchvision Compose for `preset` (PIL image in, (3, crop, crop) float tensor out)."""
+    steps: list[Any] = []
+    if preset.random_resized_crop:
+        steps.append(transforms.RandomResizedCrop(preset.crop, interpolation=_INTERPOLATIONS[preset.interpolation]))
+    if preset.hflip:
+        steps.append(transforms.RandomHorizontalFlip())
+    steps += [transforms.PILToTensor(), transforms.ConvertImageDtype(torch.float),
+              transforms.Normalize(preset.mean, preset.std)]
+    return transforms.Compose(steps)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dlguide_core.backends import backend_model
 from dlguide_core.classify import classify_sources
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError, WeightsUnavailable
@@ -14,7 +15,7 @@ from dlguide_core.models import (
     imagenet_weights_path,
 )
 from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
-from pages.common import get_model, show_result, weights_caption
+from pages.common import backend_selectbox, get_backend, get_model, show_result, weights_caption
 
 st.title("Classify with Inception v3")
 st.caption("The guide's *Evaluating a Pretrained Model*: Resize 299 → CenterCrop 299 → ImageNet "
@@ -47,6 +48,16 @@ except DlguideError as exc:
     st.stop()
 
 weights_caption(loaded)
+# "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
+backend_name = backend_selectbox("classify_backend")
+run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
+if backend_name != "torch":
+    try:
+        with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
+            run_with = backend_model(loaded, get_backend(backend_name, loaded))
+    except DlguideError as exc:
+        st.error(f"Cannot use this backend: {exc}", icon="🚫")
+        st.stop()
 
 upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])
 sources: list[tuple[str, bytes]] = []
@@ -75,7 +86,7 @@ if not sources:
     st.stop()
 
 with st.spinner(f"Classifying {len(sources)} image(s)…"):
-    results = classify_sources(loaded, sources, k=top_k)
+    results = classify_sources(run_with, sources, k=top_k)
 for i, result in enumerate(results):
     st.subheader(result.image)
     show_result(result, result.decoded, key=f"classify_result_{i}")

@@ -72,5 +72,390 @@ def show_result(result: ImageResult, image, key: str) -> None:
         if image is not None:
             st.image(image, caption=result.image, width="stretch")
     with right:
-        st.dataframe(predictions_frame(result), hide_index=True, width="stretch", key=f"{key}_table")
+        st.dataframe(predictions_frame(result), hide_index=True, width="stretch", key=f"{key}_table",
+                     column_config={"probability": st.column_config.ProgressColumn(
+                         "probability", min_value=0.0, max_value=1.0, format="percent")})
         st.plotly_chart(predictions_chart(result), key=f"{key}_chart", config={"displayModeBar": False})
+
+
+# ---------------------------------------------------------------- TensorFlow models (issue 5)
+
+FASHION_RIGHT, FASHION_WRONG, FASHION_OTHER = "#1f5fbf", "#d62728", "#9e9e9e"  # the guide: blue right, red wrong
+
+
+@st.cache_resource(show_spinner="Loading the TensorFlow model…", max_entries=4)
+def cached_tf_model(path: str, version: float):
+    """One Keras model per file (and mtime, so a rewritten file reloads); never mutated after caching."""
+    from dlguide_core.tf_recipes import load_tf_model
+
+    return load_tf_model(path)
+
+
+def _fashion_caption(sample: dict, class_names: list[str]) -> tuple[str, str]:
+    probs = sample["probs"]
+    predicted = max(range(len(probs)), key=probs.__getitem__)
+    text = f"{class_names[predicted]} {probs[predicted]:.0%}"
+    if sample.get("label") is None:
+        return text, "black"
+    return f"{text} ({class_names[sample['label']]})", FASHION_RIGHT if predicted == sample["label"] else FASHION_WRONG
+
+
+def _fashion_bar_colors(sample: dict) -> list[str]:
+    probs, label = sample["probs"], sample.get("label")
+    predicted = max(range(len(probs)), key=probs.__getitem__)
+    colors = [FASHION_OTHER] * len(probs)
+    colors[predicted] = FASHION_WRONG if label is not None else FASHION_RIGHT
+    if label is not None:
+        colors[label] = FASHION_RIGHT  # drawn last: a right prediction is all blue
+    return colors
+
+
+def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols: int = 3) -> go.Figure:
+    """The guide's plot_image + plot_value_array for each sample, `cols` pairs per row."""
+    from plotly.subplots import make_subplots
+
+    cols = max(1, min(cols, len(samples)))
+    rows = -(-len(samples) // cols)
+    fig = make_subplots(rows=rows, cols=2 * cols, column_widths=[1.0, 1.4] * cols, horizontal_spacing=0.03,
+                        vertical_spacing=0.5 / rows)
+    for i, sample in enumerate(samples):
+        row, col = i // cols + 1, 2 * (i % cols) + 1
+        caption, color = _fashion_caption(sample, class_names)
+        fig.add_trace(go.Heatmap(z=sample["image"], colorscale="Greys", zmin=0, zmax=255, showscale=False,
+                                 hovertemplate="x %{x}, y %{y}: %{z}<extra></extra>"), row=row, col=col)
+        bare = dict(showticklabels=False, showgrid=False, zeroline=False, ticks="")
+        fig.update_xaxes(title_text=caption, title_font=dict(color=color, size=12), title_standoff=4, **bare,
+                         row=row, col=col)
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{(row - 1) * 2 * cols + col}", **bare,
+                         row=row, col=col)
+        fig.add_trace(go.Bar(x=list(class_names), y=sample["probs"], marker_color=_fashion_bar_colors(sample),
+                             hovertemplate="%{x}: %{y:.1%}<extra></extra>"), row=row, col=col + 1)
+        fig.update_xaxes(showticklabels=len(samples) == 1, tickangle=-45, row=row, col=col + 1)  # names if room
+        fig.update_yaxes(range=[0, 1], showticklabels=False, row=row, col=col + 1)
+    fig.update_layout(height=300 if len(samples) == 1 else 190 * rows + 30, showlegend=False,
+                      margin=dict(l=10, r=10, t=10, b=40))
+    return fig
+
+
+def _pick_tf_model(recipe: str, key: str):
+    """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
+    from dlguide_core.tf_recipes import finished_models
+
+    infos = finished_models(recipe)
+    if not infos:
+        st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
+                f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
+        return None
+    return st.selectbox("Trained model (job)", infos, key=key,
+                        format_func=lambda m: f"{m.job_id} · test accuracy {m.evaluation['test_accuracy']:.1%}")
+
+
+def fashion_classify_tab(key: str = "tf_fashion") -> None:
+    """A finished tf_fashion_mnist job: the guide's test-image grid, then an uploaded garment."""
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.images import UPLOAD_TYPES
+    from dlguide_core.tf_recipes import FASHION_RECIPE, classify_clothing, clothing_input
+
+    info = _pick_tf_model(FASHION_RECIPE, f"{key}_job")
+    if info is None:
+        return
+    names = info.evaluation["class_names"]
+    with st.expander("The guide's evaluation: the first test images (blue right, red wrong)"):
+        st.plotly_chart(fashion_predictions_figure(info.evaluation["samples"], names), key=f"{key}_grid",
+                        config={"displayModeBar": False})
+    upload = st.file_uploader("A picture of one garment (it becomes 28x28 grayscale, light on dark)",
+                              type=list(UPLOAD_TYPES), key=f"{key}_upload")
+    if upload is None:
+        st.info("Upload a picture of a garment, shoe or bag.")
+        return
+    try:
+        sample = classify_clothing(cached_tf_model(str(info.model_path), info.version),
+                                   clothing_input(upload.getvalue(), name=upload.name))
+    except DlguideError as exc:
+        st.error(str(exc), icon="🚫")
+        return
+    st.plotly_chart(fashion_predictions_figure([sample], names), key=f"{key}_result", config={"displayModeBar": False})
+
+
+def review_classify_tab(key: str = "tf_review") -> None:
+    """A finished tf_text_classification job: typed reviews -> probability they are positive."""
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.tf_recipes import GUIDE_REVIEWS, TEXT_RECIPE, classify_reviews
+
+    info = _pick_tf_model(TEXT_RECIPE, f"{key}_job")
+    if info is None:
+        return
+    text = st.text_area("Movie reviews, one per line", "\n".join(GUIDE_REVIEWS), key=f"{key}_text")
+    reviews = [line.strip() for line in text.splitlines() if line.strip()]
+    if not reviews:
+        st.info("Type a review.")
+        return
+    try:
+        results = classify_reviews(cached_tf_model(str(info.model_path), info.version), reviews)
+    except DlguideError as exc:
+        st.error(str(exc), icon="🚫")
+        return
+    frame = pd.DataFrame([{"review": t, "positive": round(p, 4), "verdict": "positive" if p >= 0.5 else "negative"}
+                          for t, p in results])
+    st.dataframe(frame, hide_index=True, width="stretch", key=f"{key}_table",
+                 column_config={"positive": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
+                                                                           max_value=1.0, format="%.2f")})
+
+
+def tf_classify_tabs(key: str = "tf") -> None:
+    """The Classify page's TensorFlow tabs, one per model kind; says why when TensorFlow is missing."""
+    from dlguide_core.tf_recipes import tensorflow_status
+
+    status = tensorflow_status()
+    if not status.available:
+        st.info(status.reason)
+        return
+    fashion, reviews = st.tabs(["Fashion-MNIST (TensorFlow)", "IMDB reviews (TensorFlow)"])
+    with fashion:
+        fashion_classify_tab(f"{key}_fashion")
+    with reviews:
+        review_classify_tab(f"{key}_review")
+
+
+# ---------------------------------------------------------------- Booth mode (issue 7)
+
+
+@st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
+def _cached_kiosk_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
+    from dlguide_core.kiosk import fastest_runner
+
+    return fastest_runner(_loaded)
+
+
+def kiosk_runner(loaded: LoadedModel):
+    """The booth's predictor for `loaded`: the fastest available backend, prepared once per model."""
+    from dlguide_core.kiosk import backend_choice
+
+    return _cached_kiosk_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
+
+
+@st.cache_resource(show_spinner="Classifying the sample photos…", max_entries=8)
+def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel, _runner) -> list:
+    from dlguide_core.kiosk import attract_items as compute
+
+    return compute(_loaded, _runner)
+
+
+def attract_items(loaded: LoadedModel, runner) -> list:
+    """The bundled samples with their predictions, computed once per model and backend."""
+    return _cached_attract_items(loaded.fingerprint, runner.backend, loaded, runner)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _cached_job_store(path: str):
+    from dlguide_core.jobs import JobStore
+
+    return JobStore(path)
+
+
+def kiosk_job_store():
+    """The job store, read-only here; None when no job was ever created (the booth must not create one)."""
+    from dlguide_core import settings
+
+    path = settings.home() / "jobs.db"
+    return _cached_job_store(str(path)) if path.is_file() else None
+
+
+def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=dict(color="#ED1C24", width=3)))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="step",
+                      yaxis_title="loss")
+    return fig
+
+
+def forget_uploaded_files(files: list) -> None:
+    """Free a visitor's uploaded/captured files from Streamlit's in-memory store now, not at session end."""
+    ids = [f.file_id for f in files if f is not None and getattr(f, "file_id", None)]
+    if not ids:
+        return
+    from streamlit.runtime import get_instance
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    try:
+        manager = get_instance().uploaded_file_mgr
+    except RuntimeError:  # no runtime (AppTest): nothing is held beyond the session state just cleared
+        return
+    for file_id in ids:
+        manager.remove_file(ctx.session_id, file_id)
+
+
+# ---------------------------------------------------------------- training jobs (Train page)
+
+
+@st.cache_resource(show_spinner=False)
+def job_store(db_path: str):
+    """One JobStore connection per database file (it locks internally; never mutated after caching)."""
+    from dlguide_core.jobs import JobStore
+
+    return JobStore(db_path)
+
+
+def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, height: int = 300) -> go.Figure:
+    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}; WebGL keeps 100k-step runs fluid."""
+    fig = go.Figure()
+    for name, data in series.items():
+        x, y = data[0], data[1]
+        dash = data[2] if len(data) > 2 else "solid"
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=name, line=dict(dash=dash, width=1.5)))
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified",
+                      legend=dict(orientation="h", y=-0.2), yaxis_type="log" if log_y else "linear",
+                      xaxis_title="step")
+    return fig
+
+
+def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, log_y: bool = False,
+                max_points: int = 2000) -> go.Figure:
+    """Per-step loss of each run: raw (faint, min/max-downsampled) and EMA-smoothed (solid)."""
+    from dlguide_core.metrics import downsample, ema, stride
+
+    fig = go.Figure()
+    for name, cols in runs.items():
+        raw_x, raw_y = downsample(cols["step"], cols["loss"], max_points)
+        fig.add_trace(go.Scattergl(x=raw_x, y=raw_y, mode="lines", name=f"{name} raw", opacity=0.3,
+                                   line=dict(width=1)))
+        if smoothing > 0:
+            sm_x, sm_y = stride(cols["step"], ema(cols["loss"], smoothing), max_points)
+            fig.add_trace(go.Scattergl(x=sm_x, y=sm_y, mode="lines", name=f"{name} EMA {smoothing:.2f}",
+                                       line=dict(width=2)))
+    fig.update_layout(title="Training loss per step", height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      hovermode="x unified", legend=dict(orientation="h", y=-0.2), xaxis_title="step",
+                      yaxis_type="log" if log_y else "linear")
+    return fig
+
+
+# ---------------------------------------------------------------- Compiled inference (issue 4)
+
+
+@st.cache_resource(show_spinner="Preparing the backend…", max_entries=8)
+def _cached_backend(name: str, fingerprint: str, source: str, options, batch_size: int, _loaded: LoadedModel):
+    from dlguide_core.backends import prepare_backend
+
+    return prepare_backend(name, _loaded, batch_size=batch_size, options=options)
+
+
+def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 1, progress=None):
+    """A prepared backend (ONNX session, compiled MIGraphX program…), one per model, options and batch size;
+    never mutated after caching. With `progress(message, fraction)`, the slow disk-cached steps (export,
+    MIGraphX compile) run first outside the cache, since a cached function cannot draw progress."""
+    from dlguide_core.backends import BackendOptions, precompile
+
+    options = options or BackendOptions()
+    if progress is not None:
+        precompile(name, loaded, batch_size=batch_size, options=options, progress=progress)
+    return _cached_backend(name, loaded.fingerprint, loaded.source, options, batch_size, loaded)
+
+
+BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "migraphx": "MIGraphX"}
+
+
+def backend_selectbox(key: str, label: str = "Backend") -> str:
+    """PyTorch first (the default), then each compiled backend that can run here."""
+    from dlguide_core.backends import available_names
+
+    names = ["torch", *[n for n in available_names() if n != "torch"]]
+    return st.selectbox(label, names, key=key, format_func=lambda n: BACKEND_LABELS.get(n, n),
+                        help="ONNX Runtime / MIGraphX run an exported, optimised graph: faster than eager "
+                             "PyTorch on this kind of machine (see the Compiled inference page).")
+
+
+# ---------------------------------------------------------------- TensorFlow recipes on the Train page (issue 5)
+
+TF_DOWNLOAD = "(download it: needs the internet)"
+
+
+def _tf_data_choice(recipe: str) -> str | None:
+    """A local copy from the data roots, or "" for the recipe's own download; None when refused."""
+    from dlguide_core import settings
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.tf_data import FASHION_FILES, IMDB_URL
+    from dlguide_core.tf_recipes import FASHION_RECIPE, local_datasets
+
+    roots = settings.data_roots()
+    found = [str(p) for p in local_datasets(recipe, roots)]
+    what = (f"a folder with {', '.join(FASHION_FILES.values())}" if recipe == FASHION_RECIPE
+            else f"an aclImdb/ tree (unpacked {IMDB_URL})")
+    st.caption(f"Local copies are looked for in the data roots ({', '.join(map(str, roots)) or 'none'}): {what}.")
+    choice = st.selectbox("Data", [*found, TF_DOWNLOAD], key=f"train_tf_{recipe}_data")
+    if choice == TF_DOWNLOAD:
+        return ""
+    try:
+        return str(settings.resolve_in_roots(choice))
+    except DlguideError as exc:
+        st.error(str(exc), icon="🚫")
+        return None
+
+
+def _tf_field_input(recipe: str, field, default, column):
+    """One number input per config field, typed by its default (max_steps: 0 means no limit)."""
+    key = f"train_tf_{recipe}_{field.name}"
+    label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
+    if field.name == "device":
+        return column.selectbox("Device", ["auto", "cpu"], key=key)
+    if field.name == "max_steps":
+        return column.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=key) or None
+    if isinstance(default, float):
+        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key)
+    return column.number_input(label, 0, 10_000_000, default, key=key)
+
+
+def tf_train_section(store) -> None:
+    """The Train page's TensorFlow recipes: why they are missing, or a data pick and the recipe's form."""
+    import dataclasses
+
+    from dlguide_core import jobs
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.recipes import recipes
+    from dlguide_core.tf_recipes import tensorflow_status
+
+    st.markdown("**TensorFlow case studies**: the guide's Fashion-MNIST and IMDB review classifiers.")
+    status = tensorflow_status()
+    if not status.available:
+        st.info(status.reason, icon="🧩")
+        return
+    found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
+    name = st.selectbox("TensorFlow recipe", list(found), key="train_tf_recipe",
+                        format_func=lambda n: f"{n} · {found[n].summary}")
+    data = _tf_data_choice(name)
+    if data is None:
+        return
+    defaults = found[name].config_cls()
+    with st.form(f"train_tf_form_{name}"):
+        columns = st.columns(4)
+        fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
+        values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
+                  for i, f in enumerate(fields)}
+        submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
+    if submitted:
+        try:
+            job = jobs.submit(store, name, found[name].make_config(data=data, **values))
+            st.success(f"Job {job.id} {job.status}.", icon="🚀")
+        except DlguideError as exc:
+            st.error(str(exc), icon="🚫")
+
+
+# ---------------------------------------------------------------- one router: app.py (issue 7)
+
+
+def _close_pages_directory_routing() -> None:
+    """Make app.py's st.navigation the only router, from the first run of the process on.
+
+    Until some run has called st.navigation, Streamlit (multipage v1) routes every pages/*.py
+    by URL without running app.py: on a fresh server, /devices or /train would open those pages
+    even in kiosk mode. Every page imports this module, so that first run lands here: switch the
+    pages-directory mode off and rerun, which now goes through app.py and its page list.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if PagesManager.uses_pages_directory and get_script_run_ctx() is not None:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_close_pages_directory_routing()

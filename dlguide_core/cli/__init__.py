@@ -17,7 +17,7 @@ import sys
 from dlguide_core import __version__
 from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, WeightsUnavailable
 
-COMMAND_MODULES = ("devices", "classify")
+COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS = 0, 1, 2, 3
 

@@ -1,0 +1,269 @@
+"""Booth load test: N concurrent visitor sessions on one served kiosk, over Streamlit's own websocket protocol.
+
+Each session is what a browser tab does, minus the rendering: open /_stcore/stream,
+ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it,
+read the result, then tap "Start over". Reports errors, single-session vs
+concurrent latency (p50/p95) and the server's RSS before and after the measured
+classifications. tests/test_kiosk_load.py runs it small; run this for the real numbers:
+
+    .venv/bin/python bench/bench_kiosk_load.py --sessions 10 --rounds 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.cookiejar
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psutil
+from PIL import Image
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.Common_pb2 import FileUploaderState, FileURLsRequest, UploadedFileInfo
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+from websockets.sync.client import connect
+
+ROOT = Path(__file__).resolve().parents[1]
+FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+
+
+@dataclass
+class RunResult:
+    """What one script run sent back: widget ids by key suffix, markdown bodies, errors."""
+
+    widgets: dict[str, str] = field(default_factory=dict)  # element kind + label -> widget id
+    markdown: list[str] = field(default_factory=list)
+    captions: list[str] = field(default_factory=list)  # of st.image elements
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class BoothSession:
+    """One visitor: a Streamlit websocket session driven without a browser."""
+
+    def __init__(self, url: str, timeout: float = 120.0) -> None:
+        self.url = url
+        self.timeout = timeout
+        jar = http.cookiejar.CookieJar()
+        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        self.http.open(f"{url}/_stcore/health", timeout=timeout).read()  # sets the _streamlit_xsrf cookie
+        self.xsrf = next(c.value for c in jar if c.name == "_streamlit_xsrf")
+        self.session_id = ""
+        self.last = RunResult()
+
+    def __enter__(self) -> BoothSession:
+        ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
+        self._connection = connect(ws_url, subprotocols=["streamlit", self.xsrf], origin=self.url,
+                                   open_timeout=self.timeout, max_size=None,
+                                   additional_headers={"Cookie": f"_streamlit_xsrf={self.xsrf}"})
+        self.ws = self._connection.__enter__()
+        self.rerun([])  # what a tab does on load: the first run, which also names the session
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._connection.__exit__(*exc_info)
+
+    def _send(self, msg: BackMsg) -> None:
+        self.ws.send(msg.SerializeToString())
+
+    def _receive(self) -> ForwardMsg:
+        msg = ForwardMsg()
+        msg.ParseFromString(self.ws.recv(timeout=self.timeout))
+        return msg
+
+    def rerun(self, widgets: list[WidgetState]) -> RunResult:
+        start = time.perf_counter()
+        state = ClientState(widget_states=WidgetStates(widgets=widgets))
+        self._send(BackMsg(rerun_script=state))
+        result = RunResult()
+        while True:
+            msg = self._receive()
+            kind = msg.WhichOneof("type")
+            if kind == "new_session" and msg.new_session.initialize.session_id:
+                self.session_id = msg.new_session.initialize.session_id
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                record_element(result, msg.delta.new_element)
+            elif kind == "script_finished" and msg.script_finished in FINISHED:
+                result.seconds = time.perf_counter() - start
+                self.last = result
+                return result
+
+    def upload(self, name: str, data: bytes) -> UploadedFileInfo:
+        request_id = uuid.uuid4().hex
+        self._send(BackMsg(file_urls_request=FileURLsRequest(request_id=request_id, file_names=[name],
+                                                             session_id=self.session_id)))
+        while True:
+            msg = self._receive()
+            if msg.WhichOneof("type") == "file_urls_response" and msg.file_urls_response.response_id == request_id:
+                urls = msg.file_urls_response.file_urls[0]
+                break
+        boundary = uuid.uuid4().hex
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                f"Content-Type: image/jpeg\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        self._http("PUT", urls.upload_url, body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        return UploadedFileInfo(file_id=urls.file_id, name=name, size=len(data), file_urls=urls)
+
+    def delete(self, info: UploadedFileInfo) -> None:
+        self._http("DELETE", info.file_urls.delete_url, None, {})
+
+    def _http(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> None:
+        url = path if path.startswith("http") else self.url + path
+        request = urllib.request.Request(url, data=body, method=method, headers={"X-Xsrftoken": self.xsrf, **headers})
+        with self.http.open(request, timeout=self.timeout) as response:
+            response.read()
+
+    def classify(self, data: bytes, *, heatmap: bool = False) -> tuple[RunResult, float]:
+        """Take a "camera" shot and wait for its result (then its Grad-CAM if asked); returns the result
+        and the visitor's wait for the prediction in seconds."""
+        start = time.perf_counter()
+        info = self.upload("camera.jpg", data)
+        camera = WidgetState(id=self.last.widgets["camera_input"],
+                             file_uploader_state_value=FileUploaderState(uploaded_file_info=[info]))
+        result = self.rerun([camera])
+        waited = time.perf_counter() - start
+        if heatmap:
+            toggle = WidgetState(id=result.widgets["checkbox:🔥 Where did the model look?"], bool_value=True)
+            result = self.rerun([camera, toggle])
+        self.delete(info)  # what the browser does when a shot is retaken or cleared
+        return result, waited
+
+    def start_over(self) -> RunResult:
+        return self.rerun([WidgetState(id=self.last.widgets["button:↺ Start over"], trigger_value=True)])
+
+
+def record_element(result: RunResult, element) -> None:
+    kind = element.WhichOneof("type")
+    if kind == "camera_input":
+        result.widgets["camera_input"] = element.camera_input.id
+    elif kind == "button":
+        result.widgets[f"button:{element.button.label}"] = element.button.id
+    elif kind == "checkbox":  # st.toggle too
+        result.widgets[f"checkbox:{element.checkbox.label}"] = element.checkbox.id
+    elif kind == "markdown":
+        result.markdown.append(element.markdown.body)
+    elif kind == "imgs":
+        result.captions.extend(image.caption for image in element.imgs.imgs)
+    elif kind == "exception":
+        result.errors.append(f"exception: {element.exception.message}")
+    elif kind == "alert" and element.alert.format == element.alert.ERROR:
+        result.errors.append(f"error: {element.alert.body}")
+
+
+def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
+    """A distinct JPEG per round, so no result is reused from a previous photo."""
+    pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=85)
+    return buffer.getvalue()
+
+
+def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str]) -> None:
+    """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"."""
+    try:
+        with BoothSession(url) as session:
+            for i in range(rounds):
+                result, waited = session.classify(shot(seed * 10_000 + i))
+                rows = sum(body.count('class="kiosk-row"') for body in result.markdown)
+                if result.errors or rows != 5 or not any("I think it's a" in b for b in result.markdown):
+                    errors.append(f"session {seed} round {i}: rows={rows} {result.errors}")
+                latencies.append(waited)
+                session.start_over()
+    except Exception as exc:  # reported, not raised: one failed session must not hide the others
+        errors.append(f"session {seed}: {exc!r}")
+
+
+def drive(url: str, sessions: int, rounds: int, seed: int = 0) -> tuple[list[float], list[str]]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors))
+               for s in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
+             single_rounds: int = 10) -> dict:
+    """Warm up, time one session alone, then `sessions` at once; RSS around the concurrent part."""
+    server = psutil.Process(server_pid)
+    # Warm-up at full concurrency: model load, first inferences, allocator and thread pools at steady state.
+    _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900)
+    single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
+    rss_before = server.memory_info().rss
+    start = time.perf_counter()
+    many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000)
+    wall = time.perf_counter() - start
+    rss_after = server.memory_info().rss
+    single_p95, many_p95 = percentile(single, 95), percentile(many, 95)
+    return {
+        "sessions": sessions, "rounds": rounds, "classifications": len(many),
+        "errors": warm_errors + single_errors + many_errors,
+        "single_p50_s": percentile(single, 50), "single_p95_s": single_p95,
+        "concurrent_p50_s": percentile(many, 50), "concurrent_p95_s": many_p95,
+        "p95_ratio": many_p95 / single_p95 if single_p95 else float("nan"),
+        "throughput_per_s": len(many) / wall if wall else 0.0,
+        "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
+        "rss_growth": (rss_after - rss_before) / rss_before,
+    }
+
+
+def serve(port: int, env: dict[str, str]) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
+            return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise TimeoutError("the kiosk server did not start")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument("--single-rounds", type=int, default=20)
+    args = parser.parse_args()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory() as home:
+        proc = serve(port, {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home})
+        try:
+            report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
+                              single_rounds=args.single_rounds)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    print(json.dumps({**report, "errors": report["errors"][:10]}, indent=2))
+    return 0 if not report["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

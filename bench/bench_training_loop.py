@@ -1,0 +1,81 @@
+"""Our training loop against the guide's, at identical settings (cifar_net, batch 4, SGD 0.001/0.9, 2 workers).
+
+The guide's loop is transcribed from its CIFAR-10 section: a fresh DataLoader(shuffle=True,
+num_workers=2) iterated each epoch, zero_grad / forward / backward / step, `running_loss +=
+loss.item()` and a print every 2000 mini-batches. Ours is `training.fit` with a NullSink.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from dlguide_core.datasets import load_data
+from dlguide_core.models import CifarNet
+from dlguide_core.recipes import get_recipe
+from dlguide_core.sinks import NullSink
+from dlguide_core.training import build_run, fit
+
+EPOCHS, WORKERS, BATCH = 2, 2, 4
+
+
+def guide_loop(data: Path) -> float:
+    """Images/s of the guide's loop (training only, as in the guide)."""
+    torch.manual_seed(0)
+    bundle = load_data("cifar_net", data)
+    trainloader = DataLoader(bundle.train, batch_size=BATCH, shuffle=True, num_workers=WORKERS)
+    net = CifarNet(len(bundle.class_names))
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    images, start = 0, time.perf_counter()
+    for epoch in range(EPOCHS):
+        running_loss = 0.0
+        for i, data_ in enumerate(trainloader, 0):
+            inputs, labels = data_
+            optimizer.zero_grad()
+            outputs = net(inputs)
+            loss = criterion(outputs, labels)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+            images += len(inputs)
+            if i % 2000 == 1999:
+                print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}")
+                running_loss = 0.0
+    return images / (time.perf_counter() - start)
+
+
+class CountingSink(NullSink):
+    def __init__(self) -> None:
+        self.images = 0
+
+    def on_step(self, step, epoch, loss, lr, images_per_s, **extra) -> None:
+        self.images += BATCH
+
+
+def our_loop(data: Path) -> float:
+    """Images/s of training.fit (training only: validation time is subtracted via the sink)."""
+    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=EPOCHS, workers=WORKERS, device="cpu")
+    run = build_run(cfg, "cifar_net")
+    original_eval = run.val_loader
+    run.val_loader = DataLoader([], batch_size=1)  # the guide validates after training; time training only
+    sink = CountingSink()
+    start = time.perf_counter()
+    fit(run, sink, None)
+    run.val_loader = original_eval
+    return sink.images / (time.perf_counter() - start)
+
+
+def compare_loops(data: Path, rounds: int) -> None:
+    ratios = []
+    for _ in range(rounds):
+        guide = guide_loop(data)
+        ours = our_loop(data)
+        ratios.append(ours / guide)
+        print(f"  guide {guide:.0f} img/s, ours {ours:.0f} img/s -> {ratios[-1]:.3f}")
+    print(f"training images/s ours/guide: median {statistics.median(ratios):.3f} over {rounds} rounds")

@@ -1,0 +1,513 @@
+"""Inference backends behind one interface: PyTorch eager (or torch.compile), ONNX Runtime, MIGraphX.
+
+Every backend is prepared once for a LoadedModel (`prepare`: export, session creation or
+compilation, timed as `setup_s`), then turns a preprocessed batch (B, 3, crop, crop) into
+(B, C) float32 logits on the CPU (`run`), and says what it is (`describe`). Whether a
+backend can run here is a state (`availability`), never an exception at import time:
+onnxruntime and migraphx are imported inside the functions that need them.
+
+Preprocessing is not a backend's business: callers use `presets.preprocess` with the
+model's preset, so every backend sees the very same tensor.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from dlguide_core import settings
+from dlguide_core.errors import DlguideError
+from dlguide_core.export import OnnxExport, export_onnx
+from dlguide_core.images import load_image
+from dlguide_core.models import LoadedModel
+from dlguide_core.presets import preprocess
+from dlguide_core.samples import bundled_samples
+
+Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
+PRECISIONS = ("fp32", "fp16", "int8")
+TARGETS = ("auto", "gpu", "cpu")
+GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
+# ONNX Runtime execution providers, most preferred first (CPU is always last and always there).
+ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
+                           "CPUExecutionProvider")
+ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
+
+
+class BackendError(DlguideError):
+    """A backend failed to prepare or run (one line, safe to show)."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot run on this machine; the message says why."""
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How to prepare a backend. Hashable, so the app can key cached sessions by it."""
+
+    precision: str = "fp32"  # fp16/int8: MIGraphX (quantize_fp16/int8) or ORT's MIGraphX EP
+    target: str = "auto"  # auto: the GPU when one is visible, else the CPU
+    exhaustive_tune: bool = False  # MIGraphX: search every kernel variant at compile time (slow compile)
+    torch_compile: str | None = None  # torch: a torch.compile backend name ("inductor"), None for eager
+    intra_op_threads: int = 0  # ONNX Runtime: 0 = its default (one per physical core)
+    inter_op_threads: int = 0
+    graph_optimization: str = "all"  # ONNX Runtime graph optimisation level
+
+    def __post_init__(self) -> None:
+        for value, choices, name in ((self.precision, PRECISIONS, "precision"), (self.target, TARGETS, "target"),
+                                     (self.graph_optimization, GRAPH_OPTIMIZATIONS, "graph_optimization")):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Availability:
+    name: str
+    title: str
+    available: bool
+    reason: str
+
+
+def gpu_visible() -> bool:
+    """An AMD (ROCm: /dev/kfd) or CUDA GPU this process could use."""
+    return Path("/dev/kfd").exists() or torch.cuda.is_available()
+
+
+def _short(exc: BaseException) -> str:
+    return ((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:240]
+
+
+class Backend(ABC):
+    """Prepare once for a model and batch size, then run preprocessed batches to logits."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        self.options = options or BackendOptions()
+        self.loaded: LoadedModel | None = None
+        self.batch_size = 0
+        self.setup_s = 0.0  # session creation / compilation (or .mxr load) time, export excluded
+        self.export: OnnxExport | None = None
+
+    @classmethod
+    @abstractmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability: ...
+
+    @property
+    @abstractmethod
+    def provider(self) -> str:
+        """What actually runs the graph (a device, an execution provider, a MIGraphX target)."""
+
+    def prepare(self, loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
+        status = self.availability(self.options)
+        if not status.available:
+            raise BackendUnavailable(f"{self.title} is unavailable: {status.reason}")
+        self.loaded, self.batch_size = loaded, batch_size
+        start = time.perf_counter()
+        self._prepare(loaded, progress or (lambda _msg, _frac: None))
+        self.setup_s = time.perf_counter() - start - (self.export.export_s if self.export else 0.0)
+        return self
+
+    @abstractmethod
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None: ...
+
+    @abstractmethod
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        """(B, 3, crop, crop) preprocessed float32 -> (B, C) float32 logits on the CPU."""
+
+    def _export(self, loaded: LoadedModel, progress: Progress) -> OnnxExport:
+        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
+        self.export = export_onnx(loaded)
+        return self.export
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name, "title": self.title, "provider": self.provider if self.loaded else None,
+            "precision": self.options.precision, "batch_size": self.batch_size, "setup_s": round(self.setup_s, 3),
+            "onnx": self.export.path if self.export else None,
+            "export_s": self.export.export_s if self.export else None,
+        }
+
+
+class TorchBackend(Backend):
+    """PyTorch eager on the model's own device: the baseline every other backend is compared with."""
+
+    name, title = "torch", "PyTorch (eager)"
+
+    @classmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability:
+        if options and options.torch_compile:
+            ok, reason = torch_compile_status()
+            return Availability(cls.name, cls.title, ok, reason)
+        where = "GPU" if torch.cuda.is_available() else "CPU"
+        return Availability(cls.name, cls.title, True, f"PyTorch {torch.__version__} on the {where}")
+
+    @property
+    def provider(self) -> str:
+        device = str(self.loaded.device) if self.loaded else "?"
+        return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
+
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        self._module = loaded.model
+        if self.options.precision != "fp32":
+            raise BackendError("the PyTorch backend runs fp32 only; use MIGraphX for fp16/int8")
+        if self.options.torch_compile:
+            progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
+            # A new wrapper: the cached LoadedModel itself is never modified.
+            self._module = torch.compile(loaded.model, backend=self.options.torch_compile)
+            try:
+                self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
+            except Exception as exc:
+                raise BackendError(f"torch.compile failed: {_short(exc)}") from exc
+        progress("Ready", 1.0)
+
+    @torch.inference_mode()
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        return self._module(batch.to(self.loaded.device)).float().cpu()
+
+
+def torch_compile_status() -> tuple[bool, str]:
+    """torch.compile needs dynamo support and, for the CPU (inductor), a C++ compiler."""
+    import shutil
+
+    if not torch._dynamo.is_dynamo_supported():
+        return False, "torch.compile is not supported on this Python/platform"
+    if not torch.cuda.is_available() and not shutil.which(os.environ.get("CXX", "g++")):
+        return False, "torch.compile on the CPU needs a C++ compiler (g++) on PATH"
+    return True, f"torch.compile available (torch {torch.__version__}); the first run compiles (minutes on a CPU)"
+
+
+class OnnxRuntimeBackend(Backend):
+    """ONNX Runtime with the best execution provider present and full graph optimisation."""
+
+    name, title = "onnxruntime", "ONNX Runtime"
+
+    @classmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability:
+        try:
+            import onnxruntime
+        except ImportError:
+            reason = "module onnxruntime not installed (pip install onnxruntime)"
+            return Availability(cls.name, cls.title, False, reason)
+        try:
+            providers = ort_providers(options or BackendOptions())
+        except BackendUnavailable as exc:
+            return Availability(cls.name, cls.title, False, str(exc))
+        return Availability(cls.name, cls.title, True,
+                            f"onnxruntime {onnxruntime.__version__}; providers in order: {', '.join(providers)}")
+
+    @property
+    def provider(self) -> str:
+        return self._session.get_providers()[0] if getattr(self, "_session", None) else "?"
+
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        import onnxruntime as ort
+
+        export = self._export(loaded, progress)
+        progress("Creating the ONNX Runtime session (graph optimisation)…", 0.6)
+        providers = ort_providers(self.options)
+        try:
+            self._session = ort.InferenceSession(export.path, session_options(self.options),
+                                                 providers=_with_provider_options(providers, self.options))
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            raise BackendError(f"ONNX Runtime could not load the model: {_short(exc)}") from exc
+        if self.options.precision != "fp32" and self.provider != "MIGraphXExecutionProvider":
+            raise BackendError(f"{self.options.precision} with ONNX Runtime needs the MIGraphX execution "
+                               f"provider (ran on {self.provider}); use precision fp32 or the MIGraphX backend")
+        # The names come from the file (what the exporter derived from the model), never assumed.
+        self._input = self._session.get_inputs()[0].name
+        self._output = self._session.get_outputs()[0].name
+        progress("Ready", 1.0)
+
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        (logits,) = self._session.run([self._output], {self._input: array})
+        return torch.from_numpy(np.asarray(logits, dtype=np.float32))
+
+
+def ort_providers(options: BackendOptions) -> list[str]:
+    """The available execution providers for `options.target`, most preferred first."""
+    import onnxruntime as ort
+
+    present = set(ort.get_available_providers())
+    ordered = [p for p in ORT_PROVIDER_PREFERENCE if p in present]
+    if options.target == "cpu":
+        return ["CPUExecutionProvider"]
+    if options.target == "gpu" and not ORT_GPU_PROVIDERS & present:
+        raise BackendUnavailable("no GPU execution provider in this onnxruntime build "
+                                 f"(has {', '.join(sorted(present))}); install onnxruntime-rocm or -migraphx")
+    return ordered  # "auto" and "gpu": the GPU providers first, the CPU as the fallback
+
+
+def _with_provider_options(providers: list[str], options: BackendOptions) -> list:
+    out: list = []
+    for provider in providers:
+        if provider == "MIGraphXExecutionProvider":
+            out.append((provider, {"migraphx_fp16_enable": str(int(options.precision == "fp16")),
+                                   "migraphx_int8_enable": str(int(options.precision == "int8")),
+                                   "migraphx_exhaustive_tune": str(int(options.exhaustive_tune))}))
+        else:
+            out.append(provider)
+    return out
+
+
+def session_options(options: BackendOptions):
+    """ORT SessionOptions: the requested graph optimisation level and thread counts."""
+    import onnxruntime as ort
+
+    levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = levels[options.graph_optimization]
+    so.intra_op_num_threads = options.intra_op_threads
+    so.inter_op_num_threads = options.inter_op_threads
+    so.log_severity_level = 3  # errors only: fallback warnings are reported through `provider`
+    return so
+
+
+class MigraphxBackend(Backend):
+    """AMD MIGraphX: parse the ONNX file for a fixed batch, optionally quantise, compile, cache as .mxr."""
+
+    name, title = "migraphx", "MIGraphX"
+
+    @classmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability:
+        from dlguide_core.devices import migraphx_status
+
+        ok, reason = migraphx_status()
+        if ok and (options or BackendOptions()).target == "gpu" and not gpu_visible():
+            return Availability(cls.name, cls.title, False, "no AMD GPU visible (/dev/kfd missing); use target cpu")
+        return Availability(cls.name, cls.title, ok, reason)
+
+    @property
+    def provider(self) -> str:
+        return f"migraphx:{self.target}" + ("" if self.options.precision == "fp32" else f" {self.options.precision}")
+
+    @property
+    def target(self) -> str:
+        if self.options.target == "auto":
+            return "gpu" if gpu_visible() else "cpu"
+        return self.options.target
+
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        import migraphx
+
+        export = self._export(loaded, progress)
+        path = compiled_path(loaded, self.batch_size, self.options, self.target)
+        self.from_cache = path.is_file()
+        try:
+            if self.from_cache:
+                progress(f"Loading the compiled program {path.name}…", 0.5)
+                self._program = migraphx.load(str(path))
+            else:
+                self._program = self._compile(migraphx, export, loaded, progress)
+                progress("Saving the compiled program (.mxr)…", 0.9)
+                _save_atomically(migraphx, self._program, path)
+        except BackendError:
+            raise
+        except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
+            raise BackendError(f"MIGraphX failed: {_short(exc)}") from exc
+        self._input = export.input_name
+        self._compiled_batch = self._check_parameters(export)
+        self.mxr_path = str(path)
+        progress("Ready", 1.0)
+
+    def _compile(self, migraphx, export: OnnxExport, loaded: LoadedModel, progress: Progress):
+        crop = loaded.preset.crop
+        progress("Parsing the ONNX file…", 0.2)
+        # The exported batch dimension is symbolic; MIGraphX compiles for one fixed batch size.
+        program = migraphx.parse_onnx(export.path, map_input_dims={export.input_name: [self.batch_size, 3, crop, crop]})
+        target = migraphx.get_target(self.target)
+        if self.options.precision == "fp16":
+            progress("Quantising to fp16…", 0.3)
+            migraphx.quantize_fp16(program)
+        elif self.options.precision == "int8":
+            progress("Quantising to int8 (calibrating on the sample photos)…", 0.3)
+            calibration = sample_batch(loaded, self.batch_size).numpy()
+            migraphx.quantize_int8(program, target, [{export.input_name: calibration}])
+        progress(f"Compiling for {self.target}" + (" with exhaustive tuning" if self.options.exhaustive_tune else "")
+                 + "…", 0.4)
+        if self.options.exhaustive_tune:
+            program.compile(target, offload_copy=True, exhaustive_tune=True)
+        else:
+            program.compile(target, offload_copy=True)  # host arrays in and out
+        return program
+
+    def _check_parameters(self, export: OnnxExport) -> int:
+        names = list(self._program.get_parameter_names())
+        if export.input_name not in names:
+            raise BackendError(f"compiled program has no input {export.input_name!r} (has {', '.join(names)})")
+        lens = list(self._program.get_parameter_shapes()[export.input_name].lens())
+        return int(lens[0])
+
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        """Split or pad to the compiled batch size, since a compiled program's shapes are fixed."""
+        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        size = self._compiled_batch
+        outputs = []
+        for start in range(0, len(array), size):
+            chunk = array[start:start + size]
+            real = len(chunk)
+            if real < size:
+                pad = np.zeros((size - real, *chunk.shape[1:]), dtype=np.float32)
+                chunk = np.ascontiguousarray(np.concatenate([chunk, pad]))
+            result = self._program.run({self._input: chunk})
+            outputs.append(np.array(result[0], dtype=np.float32)[:real])
+        return torch.from_numpy(np.concatenate(outputs))
+
+    def describe(self) -> dict[str, Any]:
+        data = super().describe()
+        data.update(target=self.target, exhaustive_tune=self.options.exhaustive_tune,
+                    mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
+                    miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))
+        return data
+
+
+def compiled_path(loaded: LoadedModel, batch_size: int, options: BackendOptions, target: str) -> Path:
+    """.mxr cache key: weights hash, batch size, precision, target and tuning."""
+    tuned = "-tuned" if options.exhaustive_tune else ""
+    name = f"{loaded.arch}-{loaded.fingerprint}-b{batch_size}-{options.precision}-{target}{tuned}.mxr"
+    return settings.home() / "compiled" / name
+
+
+def _save_atomically(migraphx, program, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    try:
+        migraphx.save(program, str(tmp))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (TorchBackend, OnnxRuntimeBackend, MigraphxBackend)}
+
+
+def backend_class(name: str) -> type[Backend]:
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    return BACKENDS[name]
+
+
+def backend_status(options: BackendOptions | None = None) -> list[Availability]:
+    """Every backend with whether it can run here and why (or why not)."""
+    return [cls.availability(options) for cls in BACKENDS.values()]
+
+
+def prepare_backend(name: str, loaded: LoadedModel, *, batch_size: int = 1, options: BackendOptions | None = None,
+                    progress: Progress | None = None) -> Backend:
+    """A ready-to-run backend; BackendUnavailable/BackendError (one line) when it cannot be."""
+    return backend_class(name)(options).prepare(loaded, batch_size=batch_size, progress=progress)
+
+
+def precompile(name: str, loaded: LoadedModel, *, batch_size: int = 1, options: BackendOptions | None = None,
+               progress: Progress | None = None) -> None:
+    """Do the slow, disk-cached part of preparing, with progress: the ONNX export and, for MIGraphX,
+    compiling to .mxr. A later `prepare_backend` (e.g. inside a UI cache, which cannot report progress)
+    then only loads files. Eager PyTorch has nothing to precompile."""
+    progress = progress or (lambda _msg, _frac: None)
+    if name == "onnxruntime":
+        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
+        export_onnx(loaded)
+    elif name == "migraphx":
+        prepare_backend(name, loaded, batch_size=batch_size, options=options, progress=progress)
+    progress("Ready", 1.0)
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    name: str
+    options: BackendOptions
+    reason: str
+
+
+def fastest_available(loaded: LoadedModel | None = None) -> BackendChoice:
+    """The backend expected to be fastest here, by measured ranking (docs/BENCHMARKS.md):
+    MIGraphX on an AMD GPU, then ONNX Runtime on a GPU provider, then PyTorch on a GPU,
+    then ONNX Runtime on the CPU (>= 2x eager PyTorch there), then eager PyTorch."""
+    on_gpu = (loaded.device.type == "cuda") if loaded is not None else torch.cuda.is_available()
+    gpu = BackendOptions(target="gpu")
+    if MigraphxBackend.availability(gpu).available:
+        return BackendChoice("migraphx", gpu, "MIGraphX compiled for the AMD GPU")
+    ort_gpu = OnnxRuntimeBackend.availability(gpu)
+    if ort_gpu.available:
+        return BackendChoice("onnxruntime", gpu, f"ONNX Runtime on a GPU provider ({ort_gpu.reason})")
+    if on_gpu:
+        return BackendChoice("torch", BackendOptions(), "PyTorch eager on the GPU (no compiled GPU runtime here)")
+    if OnnxRuntimeBackend.availability(BackendOptions(target="cpu")).available:
+        return BackendChoice("onnxruntime", BackendOptions(target="cpu"), "ONNX Runtime on the CPU")
+    return BackendChoice("torch", BackendOptions(), "PyTorch eager (no compiled runtime installed)")
+
+
+def prepare_fastest(loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
+    """Prepare `fastest_available`, falling back to eager PyTorch if that fails (never raises for it)."""
+    choice = fastest_available(loaded)
+    if choice.name != "torch":
+        try:
+            return prepare_backend(choice.name, loaded, batch_size=batch_size, options=choice.options,
+                                   progress=progress)
+        except DlguideError:
+            pass  # e.g. a broken GPU runtime: eager PyTorch still answers
+    return prepare_backend("torch", loaded, batch_size=batch_size, progress=progress)
+
+
+def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
+    """The bundled photos, preprocessed with the model's preset, repeated to (batch_size, 3, crop, crop)."""
+    photos = [load_image(path) for path in bundled_samples().values()]
+    batch = preprocess(photos, loaded.preset)  # (n_photos, 3, crop, crop)
+    repeats = -(-batch_size // len(batch))
+    return batch.repeat(repeats, 1, 1, 1)[:batch_size].contiguous()
+
+
+class BackendModule(nn.Module):
+    """A prepared backend dressed as an nn.Module, so LoadedModel consumers run through it unchanged."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__()
+        self.backend = backend
+        # A zero-size parameter so LoadedModel.device says "cpu": backends take host tensors.
+        self.anchor = nn.Parameter(torch.empty(0), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, crop, crop) -> (B, C)
+        return self.backend.run(x)
+
+
+def backend_model(loaded: LoadedModel, backend: Backend) -> LoadedModel:
+    """`loaded` with its forward routed through `backend` (same classes, preset and fingerprint).
+
+    e.g. `classify.classify_sources(backend_model(loaded, backend), sources)` classifies
+    through ONNX Runtime or MIGraphX with the exact decoding and top-k of the eager path."""
+    if backend.name == "torch" and not backend.options.torch_compile:
+        return loaded
+    return replace(loaded, model=BackendModule(backend), label=f"{loaded.label} · {backend.title}")
+
+
+def agreement(reference: torch.Tensor, logits: torch.Tensor, k: int = 5) -> dict[str, float]:
+    """How closely `logits` follow the reference (PyTorch eager) on the same batch, both (B, C).
+
+    top1_agree: fraction of rows with the same arg-max; top5_agree: fraction whose top-k
+    index sets are equal (order inside the top-k is ignored: near-ties may swap)."""
+    reference, logits = reference.float(), logits.float()
+    k = min(k, reference.shape[1])
+    same_top1 = reference.argmax(dim=1) == logits.argmax(dim=1)
+    ref_top = reference.topk(k, dim=1).indices.sort(dim=1).values
+    top = logits.topk(k, dim=1).indices.sort(dim=1).values
+    return {"max_abs_diff": float((reference - logits).abs().max()),
+            "top1_agree": float(same_top1.float().mean()),
+            "top5_agree": float((ref_top == top).all(dim=1).float().mean())}
+
+
+def available_names(options: BackendOptions | None = None) -> list[str]:
+    return [status.name for status in backend_status(options) if status.available]

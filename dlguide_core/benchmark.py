@@ -1,0 +1,147 @@
+"""Latency and agreement of each backend against PyTorch eager, on the same preprocessed batch.
+
+For every (backend, batch size): prepare (timed separately as `setup_s`: session creation
+or compilation, export excluded), warm up, then N timed runs -> p50/p95 latency and
+images/s, plus agreement of its logits with eager PyTorch (max |diff|, top-1, top-5).
+Inputs are the bundled photos preprocessed with the model's preset (`backends.sample_batch`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from dlguide_core.backends import (
+    Backend,
+    BackendOptions,
+    Progress,
+    TorchBackend,
+    agreement,
+    backend_class,
+    prepare_backend,
+    sample_batch,
+)
+from dlguide_core.errors import DlguideError
+from dlguide_core.models import LoadedModel
+
+DEFAULT_BATCH_SIZES = (1, 8, 32)
+ROW_KEYS = ("backend", "provider", "batch_size", "p50_ms", "p95_ms", "images_per_s", "max_abs_diff",
+            "top1_agree", "top5_agree", "setup_s")  # the `bench --json` contract
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    backends: tuple[str, ...] = ("torch", "onnxruntime")
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    iters: int = 20
+    warmup: int = 3
+    options: BackendOptions = field(default_factory=BackendOptions)
+
+    def __post_init__(self) -> None:
+        for name in self.backends:
+            backend_class(name)  # ValueError naming the valid choices
+        if self.iters < 1 or self.warmup < 0 or not self.batch_sizes or min(self.batch_sizes) < 1:
+            raise ValueError("iters and batch sizes must be at least 1, warmup at least 0")
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One backend at one batch size; `error` (and None numbers) when it could not run."""
+
+    backend: str
+    provider: str | None = None
+    batch_size: int | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    images_per_s: float | None = None
+    max_abs_diff: float | None = None
+    top1_agree: float | None = None
+    top5_agree: float | None = None
+    setup_s: float | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.error is None:
+            del data["error"]
+        return data
+
+
+def time_runs(fn: Callable[[], Any], *, warmup: int, iters: int) -> list[float]:
+    """Milliseconds of each of `iters` calls to `fn`, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def latency_stats(times_ms: Sequence[float], batch_size: int) -> dict[str, float]:
+    """p50/p95 latency per batch, and images/s from the mean batch time."""
+    arr = np.asarray(times_ms, dtype=np.float64)
+    return {"p50_ms": round(float(np.percentile(arr, 50)), 3), "p95_ms": round(float(np.percentile(arr, 95)), 3),
+            "images_per_s": round(batch_size * 1000.0 / float(arr.mean()), 2)}
+
+
+def measure(backend: Backend, batch: torch.Tensor, reference: torch.Tensor, *, warmup: int,
+            iters: int) -> BenchRow:
+    """Time `backend` on `batch` and compare its logits with the eager `reference` logits."""
+    logits = backend.run(batch)
+    stats = latency_stats(time_runs(lambda: backend.run(batch), warmup=warmup, iters=iters), len(batch))
+    agree = {k: round(v, 6) for k, v in agreement(reference, logits).items()}
+    return BenchRow(backend.name, backend.provider, len(batch), setup_s=round(backend.setup_s, 3), **stats, **agree)
+
+
+def options_for(name: str, options: BackendOptions) -> BackendOptions:
+    # The PyTorch row is the fp32 baseline whatever precision the compiled backends use.
+    return replace(options, precision="fp32") if name == "torch" else options
+
+
+def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress | None = None) -> list[BenchRow]:
+    """Rows for every (backend, batch size) of `config`; unavailable backends get one error row."""
+    progress = progress or (lambda _msg, _frac: None)
+    eager = TorchBackend().prepare(loaded)
+    rows: list[BenchRow] = []
+    steps = max(1, len(config.backends) * len(config.batch_sizes))
+    for b_index, name in enumerate(config.backends):
+        options = options_for(name, config.options)
+        status = backend_class(name).availability(options)
+        if not status.available:
+            rows.append(BenchRow(name, error=f"{status.title} is unavailable: {status.reason}"))
+            continue
+        for s_index, batch_size in enumerate(config.batch_sizes):
+            progress(f"{status.title} at batch {batch_size}…", (b_index * len(config.batch_sizes) + s_index) / steps)
+            rows.append(_bench_one(name, loaded, eager, batch_size, options, config))
+    progress("Done", 1.0)
+    return rows
+
+
+def _bench_one(name: str, loaded: LoadedModel, eager: TorchBackend, batch_size: int, options: BackendOptions,
+               config: BenchConfig) -> BenchRow:
+    batch = sample_batch(loaded, batch_size)  # (batch_size, 3, crop, crop), same for every backend
+    try:
+        reference = eager.run(batch)
+        plain_torch = name == "torch" and not options.torch_compile
+        backend = eager if plain_torch else prepare_backend(name, loaded, batch_size=batch_size, options=options)
+        return measure(backend, batch, reference, warmup=config.warmup, iters=config.iters)
+    except DlguideError as exc:
+        return BenchRow(name, batch_size=batch_size, error=str(exc))
+
+
+def rows_to_json(rows: Sequence[BenchRow]) -> list[dict[str, Any]]:
+    return [row.to_json() for row in rows]
+
+
+def speedups(rows: Sequence[BenchRow], baseline: str = "torch") -> dict[tuple[str, int], float]:
+    """(backend, batch size) -> baseline p50 / backend p50, for rows where both ran."""
+    base = {r.batch_size: r.p50_ms for r in rows if r.backend == baseline and r.p50_ms}
+    return {(r.backend, r.batch_size): round(base[r.batch_size] / r.p50_ms, 2)
+            for r in rows if r.p50_ms and r.batch_size in base}

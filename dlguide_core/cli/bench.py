@@ -1,0 +1,82 @@
+"""`bench --weights W --backends torch,onnxruntime[,migraphx] --batch-sizes 1,8 --iters N --json`.
+
+Prints a JSON list of rows {backend, provider, batch_size, p50_ms, p95_ms, images_per_s,
+max_abs_diff, top1_agree, top5_agree, setup_s}; an unavailable backend gets a row with
+`error` saying why, and the exit code is then 1 (some work failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dlguide_core.backends import BACKENDS, PRECISIONS, TARGETS, BackendOptions
+from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark
+from dlguide_core.models import load_model
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in BACKENDS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown backend(s) {', '.join(unknown) or '(none)'}; "
+                                         f"choose from {', '.join(BACKENDS)}")
+    return names
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"batch sizes must be integers, like 1,8,32 (got {text!r})") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("batch sizes must be at least 1")
+    return sizes
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("bench", help="latency and agreement of torch / onnxruntime / migraphx vs eager")
+    p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
+    p.add_argument("--backends", type=_names, default=("torch", "onnxruntime"), metavar="A,B",
+                   help=f"comma-separated, from {', '.join(BACKENDS)} (default torch,onnxruntime)")
+    p.add_argument("--batch-sizes", type=_sizes, default=(1, 8, 32), metavar="1,8,32")
+    p.add_argument("--iters", type=_positive, default=20, help="timed runs per batch size (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="compiled backends' precision")
+    p.add_argument("--target", choices=TARGETS, default="auto", help="gpu, cpu, or auto (GPU when present)")
+    p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0: its default)")
+    p.add_argument("--exhaustive-tune", action="store_true", help="MIGraphX exhaustive kernel tuning")
+    p.add_argument("--torch-compile", nargs="?", const="inductor", default=None, metavar="BACKEND",
+                   help="run the torch row through torch.compile (backend inductor unless named)")
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = BackendOptions(precision=args.precision, target=args.target, intra_op_threads=args.threads,
+                             exhaustive_tune=args.exhaustive_tune, torch_compile=args.torch_compile)
+    config = BenchConfig(backends=args.backends, batch_sizes=args.batch_sizes, iters=args.iters,
+                         warmup=max(0, args.warmup), options=options)
+    loaded = load_model(args.weights)
+    rows = run_benchmark(loaded, config)
+    if args.json:
+        print(json.dumps(rows_to_json(rows), indent=2))
+    else:
+        print(f"{loaded.label} · {loaded.arch} · {args.iters} runs after {args.warmup} warm-up")
+        print(f"{'backend':12} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
+              f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8}")
+        for r in rows:
+            if r.error:
+                print(f"{r.backend:12} ERROR {r.error}")
+                continue
+            print(f"{r.backend:12} {r.provider:28.28} {r.batch_size:5d} {r.p50_ms:9.2f} {r.p95_ms:9.2f} "
+                  f"{r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} {r.top5_agree:5.2f} "
+                  f"{r.setup_s:8.2f}")
+    return 1 if any(r.error for r in rows) else 0

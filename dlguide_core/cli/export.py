@@ -1,0 +1,40 @@
+"""`export --weights {imagenet,none,PATH} --out FILE.onnx [--json]`: ONNX with a dynamic batch and labels inside."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlguide_core.export import EXPORTERS, export_onnx
+from dlguide_core.models import load_model
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("export", help="export a model to ONNX (dynamic batch; class names and preset in "
+                                             "its metadata), cached by weights hash")
+    p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
+    p.add_argument("--out", required=True, metavar="FILE.onnx", help="where to write the ONNX file")
+    p.add_argument("--exporter", choices=EXPORTERS, default="dynamo",
+                   help="torch.onnx exporter: dynamo (torch.export, default) or the legacy torchscript one")
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
+    p.add_argument("--force", action="store_true", help="re-export even if the weights hash is cached")
+    p.add_argument("--json", action="store_true", help="print the export's description as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Export from the CPU: the graph is device-independent and this avoids GPU-only kernels in tracing.
+    loaded = load_model(args.weights, device="cpu")
+    if not loaded.trained:
+        print(f"warning: weights are {loaded.label}; the exported model's predictions are meaningless",
+              file=sys.stderr)
+    result = export_onnx(loaded, args.out, exporter=args.exporter, opset=args.opset, force=args.force)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    shape = "x".join(str(d) for d in result.input_shape)
+    how = "from the cache" if result.cached else f"in {result.export_s:.1f} s"
+    print(f"wrote {args.out}: input {result.input_name} [{shape}] -> output {result.output_name} "
+          f"({len(result.class_names)} classes), opset {result.opset}, {result.exporter} exporter, {how}")
+    return 0

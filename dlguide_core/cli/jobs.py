@@ -1,0 +1,103 @@
+"""`jobs list|show|cancel|resume|export|delete`: inspect and steer training jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from dlguide_core import jobs
+from dlguide_core.cli.train import run_foreground
+
+EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("jobs", help="list, inspect, cancel, resume and export training jobs")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = sub.add_parser("list", help="every job, newest first")
+    listing.add_argument("--json", action="store_true")
+    show = sub.add_parser("show", help="one job with its last step and per-epoch metrics")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+    sub.add_parser("cancel", help="stop a job at its next step (with a checkpoint)").add_argument("id")
+    resume = sub.add_parser("resume", help="continue a cancelled, interrupted or failed job")
+    resume.add_argument("id")
+    resume.add_argument("--detach", action="store_true", help="queue it and return at once")
+    export = sub.add_parser("export", help="per-step metrics as CSV on stdout")
+    export.add_argument("id")
+    export.add_argument("--csv", action="store_true", required=True)
+    sub.add_parser("delete", help="forget a finished job and remove its folder").add_argument("id")
+    p.set_defaults(func=run)
+
+
+def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
+    data = job.to_json()
+    data["last_step"] = store.last_step(job.id)
+    data["epochs"] = store.epochs(job.id)
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    store = jobs.JobStore()
+    action = {"list": _list, "show": _show, "cancel": _cancel, "resume": _resume, "export": _export,
+              "delete": _delete}[args.action]
+    return action(store, args)
+
+
+def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    all_jobs = store.list_jobs()
+    jobs.dispatch(store)  # a slot freed by a dead job starts the next queued one
+    if args.json:
+        print(json.dumps([store.summary(j) | {"created": j.created} for j in all_jobs], indent=2))
+        return 0
+    for job in all_jobs:
+        row = store.summary(job)
+        progress = f"step {row['step'] or 0}/{row['total_steps'] or '?'}"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created))
+        print(f"{job.id}  {job.recipe:<14} {job.status:<11} {progress:<18} {when}"
+              + (f"  {job.error}" if job.error else ""))
+    return 0
+
+
+def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    job = store.get(args.id)
+    data = job_json(store, job)
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+    print(f"{job.id}  {job.recipe}  {job.status}" + (f"  ({job.error})" if job.error else ""))
+    print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}")
+    if data["last_step"]:
+        last = data["last_step"]
+        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {last['loss']:.4f}")
+    for row in data["epochs"]:
+        print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
+                               for k in EPOCH_KEYS))
+    return 0
+
+
+def _cancel(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    job = store.request_cancel(args.id)
+    print(f"job {job.id} {'cancelled' if job.status == 'cancelled' else 'stops at its next step'}")
+    return 0
+
+
+def _resume(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    job = jobs.resume(store, args.id, start=args.detach)
+    if args.detach:
+        print(f"job {job.id} {job.status}")
+        return 0
+    return run_foreground(store, job.id, as_json=False)
+
+
+def _export(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    sys.stdout.write(store.export_csv(args.id))
+    return 0
+
+
+def _delete(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    store.delete(args.id)
+    print(f"job {args.id} deleted")
+    return 0

@@ -1,0 +1,60 @@
+"""`prepare tiny-imagenet DIR [--download] [--json]`, `prepare cifar10 DIR [--download] [--json]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dlguide_core import datasets
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("prepare", help="download and lay out a training dataset")
+    sub = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    tiny = sub.add_parser("tiny-imagenet", help="re-organise val/ by class (the guide's step); safe to re-run")
+    cifar = sub.add_parser("cifar10", help="fetch CIFAR-10's python batches into DIR")
+    for q in (tiny, cifar):
+        q.add_argument("dir", metavar="DIR")
+        q.add_argument("--download", action="store_true", help="download (checksum-verified) when missing")
+        q.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Path(args.dir).expanduser().resolve()
+    progress = _progress if sys.stderr.isatty() else None
+    if args.dataset == "cifar10":
+        if args.download:
+            datasets.fetch_cifar10(target, progress)
+        info = datasets.detect(target)
+        if info is None or info.kind != "cifar10":
+            print(f"error: no {datasets.CIFAR10_FOLDER} in {target}; add --download", file=sys.stderr)
+            return 1
+        _emit(args.json, {"path": str(target), "dataset": "cifar10", "classes": len(info.classes)})
+        return 0
+    if args.download and not (target / "train").is_dir():
+        target = datasets.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
+                                              progress)
+    report = datasets.prepare_tiny_imagenet(target)
+    _emit(args.json, {"path": str(target), "dataset": "tiny-imagenet", "moved": report.moved,
+                      "already_in_place": report.already_in_place, "total": report.total,
+                      "classes": report.classes})
+    return 0
+
+
+def _emit(as_json: bool, data: dict) -> None:
+    if as_json:
+        print(json.dumps(data))
+        return
+    if data["dataset"] == "cifar10":
+        print(f"{data['path']}: CIFAR-10 ready ({data['classes']} classes)")
+    else:
+        print(f"{data['path']}: moved {data['moved']} val images, {data['already_in_place']} already in place "
+              f"({data['total']} in {data['classes']} classes)")
+
+
+def _progress(done: int, total: int) -> None:
+    pct = f"{100 * done / total:5.1f}%" if total else f"{done / 2**20:.1f} MiB"
+    print(f"\rdownloading {pct}", end="", file=sys.stderr, flush=True)

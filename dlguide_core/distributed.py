@@ -1,0 +1,552 @@
+"""Data-parallel training across devices and machines through torchrun + DistributedDataParallel.
+
+torchrun starts one process per device and tells each its place through the
+environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+TORCHELASTIC_RESTART_COUNT...). This module turns that into a process group
+(NCCL on GPUs, which on ROCm builds is RCCL; Gloo on the CPU), a device per local
+rank, a DDP-wrapped model, a shard of every epoch per rank, and a sink wrapper
+through which only the writer rank reports. It also builds the torchrun command
+lines, for this machine and for the other machines of a multi-node run.
+
+Meaning of the numbers: `batch_size` is per device, so the global batch is
+batch_size x world_size; the learning rate stays as set unless the linear scaling
+rule is asked for (lr x world_size, Goyal et al. 2017).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.utils.data import Dataset, DistributedSampler, Sampler
+
+from dlguide_core.errors import DlguideError
+from dlguide_core.sinks import NullSink, TrainingSink
+
+RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
+MONITOR_INTERVAL_S = 0.5  # how often torchrun checks its workers: a dead rank is seen within this
+TIMEOUT_S = 600  # a collective that waits longer than this fails instead of hanging forever
+
+
+class DistributedError(DlguideError):
+    """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""
+
+
+# ------------------------------------------------------------------ where this process stands
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    """This process's place in the run, read from the variables torchrun sets."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    local_world_size: int = 1
+    restart_count: int = 0
+    max_restarts: int = 0
+    under_torchrun: bool = False
+    writer_rank: int = 0  # the rank that owns the job record (see find_writer)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DistEnv:
+        env = os.environ if environ is None else environ
+        world = int(env.get("WORLD_SIZE", "1"))
+        return cls(rank=int(env.get("RANK", "0")), local_rank=int(env.get("LOCAL_RANK", "0")), world_size=world,
+                   local_world_size=int(env.get("LOCAL_WORLD_SIZE", str(world))),
+                   restart_count=int(env.get("TORCHELASTIC_RESTART_COUNT", "0")),
+                   max_restarts=int(env.get("TORCHELASTIC_MAX_RESTARTS", "0")),
+                   under_torchrun="TORCHELASTIC_RUN_ID" in env)
+
+    @property
+    def enabled(self) -> bool:
+        """More than one process: gradients, metrics and stop decisions must be shared."""
+        return self.world_size > 1
+
+    @property
+    def is_writer(self) -> bool:
+        return self.rank == self.writer_rank
+
+    @property
+    def restarts_left(self) -> int:
+        return max(self.max_restarts - self.restart_count, 0)
+
+
+def backend_for(device: torch.device) -> str:
+    """NCCL on GPUs (RCCL on ROCm builds, under the same name), Gloo on the CPU."""
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+def device_for(spec: str, env: DistEnv) -> torch.device:
+    """One device per local rank: cuda:LOCAL_RANK when GPUs are used, else the CPU."""
+    if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise DistributedError("device cuda was asked for, but PyTorch sees no GPU (use --device cpu or auto)")
+    count = torch.cuda.device_count()
+    if env.local_rank >= count:
+        raise DistributedError(f"{env.local_world_size} processes on this machine but PyTorch sees {count} GPU(s); "
+                               f"use --nproc-per-node {count} or fewer")
+    return torch.device(f"cuda:{env.local_rank}")
+
+
+def init_process_group(env: DistEnv, device: torch.device, timeout_s: float = TIMEOUT_S) -> None:
+    """Join the group torchrun set up (env:// reads MASTER_ADDR/MASTER_PORT)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # before NCCL init, so each rank talks through its own GPU
+    dist.init_process_group(backend_for(device), rank=env.rank, world_size=env.world_size,
+                            timeout=timedelta(seconds=timeout_s))
+
+
+def destroy_process_group() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Linux: get `sig` when torchrun's agent dies, so a killed launcher leaves no orphan workers."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(sig), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not glibc: the agent's own SIGTERM forwarding still stops workers
+
+
+def is_peer_failure(exc: BaseException) -> bool:
+    """True for the errors a collective raises when another rank died or the network broke."""
+    if isinstance(exc, getattr(dist, "DistError", ())):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(
+        key in text for key in ("connection closed", "connection reset", "broken pipe", "gloo", "nccl", "timed out"))
+
+
+# ------------------------------------------------------------------ model and data
+
+
+def wrap_ddp(model: nn.Module, device: torch.device, sync_batchnorm: bool = False) -> nn.Module:
+    """DDP over a model already on `device`; SyncBatchNorm shares BN statistics across ranks (GPUs only)."""
+    if sync_batchnorm:
+        if device.type != "cuda":
+            raise DistributedError("sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    ids = [device.index] if device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+
+class ShardedEpochSampler(DistributedSampler):
+    """This rank's shard of an epoch whose shuffle is a pure function of (seed, epoch).
+
+    The permutation is the one training.EpochSampler uses, so one process sees the
+    same order as before; rank r takes every world_size-th index (padded to equal
+    shards, as DistributedSampler does). `set_position` skips the batches already
+    trained on when a run resumes mid-epoch.
+    """
+
+    def __init__(self, dataset: Dataset, num_replicas: int, rank: int, seed: int) -> None:
+        super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed)
+        self.skip = 0
+
+    def set_position(self, epoch: int, skip_samples: int) -> None:
+        self.set_epoch(epoch)
+        self.skip = skip_samples
+
+    def __iter__(self) -> Iterator[int]:
+        size = len(self.dataset)
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        order = torch.randperm(size, generator=generator).tolist()
+        order += order[: self.total_size - size]  # pad so every rank runs the same number of steps
+        return iter(order[self.rank: self.total_size: self.num_replicas][self.skip:])
+
+    def __len__(self) -> int:
+        return self.num_samples - self.skip
+
+
+class ShardSampler(Sampler[int]):
+    """Every world_size-th index, no shuffle, no padding: shards that add up to the whole val set once."""
+
+    def __init__(self, size: int, num_replicas: int, rank: int) -> None:
+        self.indices = list(range(rank, size, num_replicas))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def steps_per_epoch(dataset_size: int, batch_size: int, world_size: int) -> int:
+    """Optimiser steps per epoch when each of `world_size` ranks takes `batch_size` of its shard."""
+    return math.ceil(math.ceil(dataset_size / world_size) / batch_size)
+
+
+def scaled_lr(lr: float, world_size: int, linear_scaling: bool) -> float:
+    """The linear scaling rule: k times the global batch, k times the lr. Off by default."""
+    return lr * world_size if linear_scaling else lr
+
+
+def global_batch(batch_size: int, world_size: int) -> int:
+    return batch_size * world_size
+
+
+# ------------------------------------------------------------------ collectives
+
+
+def _comm_device() -> torch.device:
+    # NCCL only moves GPU tensors; Gloo works on CPU tensors.
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
+    """Sum `values` over ranks (identity with one process); returns a CPU tensor."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return values
+    shared = values.to(_comm_device())
+    dist.all_reduce(shared, op=dist.ReduceOp.SUM)
+    return shared.cpu()
+
+
+def find_writer(env: DistEnv, owns_job: bool) -> int:
+    """The lowest rank that holds the job record: c10d rendezvous numbers nodes in no fixed
+    order, so global rank 0 may sit on a machine without the store."""
+    rank = torch.tensor([env.rank if owns_job else env.world_size], dtype=torch.int64)
+    if env.enabled:
+        shared = rank.to(_comm_device())
+        dist.all_reduce(shared, op=dist.ReduceOp.MIN)
+        rank = shared.cpu()
+    if int(rank) >= env.world_size:
+        raise DistributedError("no process of this run holds the job: start the run on the machine with the "
+                               "dashboard (node rank 0) too")
+    return int(rank)
+
+
+def broadcast_bytes(data: bytes | None, src: int) -> bytes:
+    """Send bytes from rank `src` to all ranks as a uint8 tensor (no pickle on the way in)."""
+    device = _comm_device()
+    size = torch.tensor([len(data) if data is not None else 0], dtype=torch.int64, device=device)
+    dist.broadcast(size, src)
+    buffer = torch.empty(int(size), dtype=torch.uint8, device=device)
+    if data is not None:
+        buffer.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+    dist.broadcast(buffer, src)
+    return buffer.cpu().numpy().tobytes()
+
+
+def broadcast_json(obj: Any, src: int) -> Any:
+    data = json.dumps(obj).encode() if obj is not None else None
+    return json.loads(broadcast_bytes(data, src).decode())
+
+
+# ------------------------------------------------------------------ reporting
+
+
+class StopFlagSink(NullSink):
+    """The local sink of ranks that do not write: only remembers a stop request (signals)."""
+
+    def __init__(self) -> None:
+        self.stop_reason: str | None = None
+
+    def request_stop(self, reason: str | None = None) -> None:
+        self.stop_reason = self.stop_reason or reason or "request"
+
+    def should_stop(self) -> bool:
+        return self.stop_reason is not None
+
+
+class RankZeroSink(NullSink):
+    """Every rank reports through this; only the writer rank passes anything on.
+
+    Each `on_step` does one small all-reduce of (loss, images/s, stop): the recorded
+    loss is the mean over ranks, images/s the sum over ranks, and the stop decision
+    is shared, so a cancel seen by the writer (or a signal seen by any rank) stops
+    every rank at the same step. All ranks must call on_step then should_stop once
+    per step, which training.train_one_epoch does.
+    """
+
+    def __init__(self, inner: TrainingSink, env: DistEnv) -> None:
+        self.inner, self.env = inner, env
+        self._stop = False
+
+    def on_start(self, **kwargs: Any) -> None:
+        if self.env.is_writer:
+            self.inner.on_start(**kwargs)
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        if not self.env.enabled:  # one process: nothing to share
+            self.inner.on_step(step, epoch, loss, lr, images_per_s, world_size=1, **extra)
+            self._stop = self.inner.should_stop()
+            return
+        # The stop bit is read before this step is passed on (it rides in the same all-reduce), so a
+        # sink that stops after counting steps stops one step later than with one process.
+        local_stop = 1.0 if self.inner.should_stop() else 0.0
+        totals = all_reduce_sum(torch.tensor([loss, images_per_s, local_stop], dtype=torch.float64))
+        self._stop = bool(totals[2] > 0)
+        if self.env.is_writer:
+            self.inner.on_step(step, epoch, float(totals[0]) / self.env.world_size, lr, float(totals[1]),
+                               **{"world_size": self.env.world_size, **extra})
+
+    def should_stop(self) -> bool:
+        return self._stop
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        if self.env.is_writer:
+            self.inner.on_epoch(epoch, metrics)
+
+    def on_checkpoint(self, path: Any, **kwargs: Any) -> None:
+        if self.env.is_writer:
+            self.inner.on_checkpoint(path, **kwargs)
+
+
+# ------------------------------------------------------------------ launching
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How many processes on how many machines; `node_rank` 0 is the machine with the job store."""
+
+    nproc_per_node: int = 1
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str = ""
+    max_restarts: int = 0
+
+    def __post_init__(self) -> None:
+        if self.nproc_per_node < 1 or self.nnodes < 1:
+            raise DistributedError("--nproc-per-node and --nnodes must be at least 1")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise DistributedError(f"--node-rank must be in 0..{self.nnodes - 1}")
+        if self.max_restarts < 0:
+            raise DistributedError("--max-restarts cannot be negative")
+        if self.nnodes > 1:
+            host, _, port = self.rdzv_endpoint.rpartition(":")
+            if not host or not port.isdigit():
+                raise DistributedError("a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, "
+                                       "reachable from all others, e.g. node0.example:29400)")
+
+    @property
+    def uses_torchrun(self) -> bool:
+        return self.nproc_per_node > 1 or self.nnodes > 1 or self.max_restarts > 0
+
+    @property
+    def world_size(self) -> int:
+        """The planned world size (torchrun's, if every machine runs nproc_per_node processes)."""
+        return self.nproc_per_node * self.nnodes
+
+
+def device_options() -> tuple[int, str]:
+    """(most processes for one machine, what each one drives): one per GPU PyTorch sees; without GPUs,
+    up to one Gloo process per CPU core (at least 2), for trying data-parallel training out."""
+    if torch.cuda.is_available():
+        return torch.cuda.device_count(), "GPU"
+    return max(os.cpu_count() or 1, 2), "CPU process"
+
+
+def torchrun_args(spec: LaunchSpec) -> list[str]:
+    """torchrun's own flags: standalone (a free local port) on one machine, c10d rendezvous across several."""
+    args = ["--nproc-per-node", str(spec.nproc_per_node), "--max-restarts", str(spec.max_restarts),
+            "--monitor-interval", str(MONITOR_INTERVAL_S)]
+    if spec.nnodes == 1:
+        return [*args, "--standalone"]
+    return [*args, "--nnodes", str(spec.nnodes), "--node-rank", str(spec.node_rank), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", spec.rdzv_endpoint, "--rdzv-id", RDZV_ID]
+
+
+def torchrun_command(spec: LaunchSpec, job_id: str | None = None, data: str | None = None) -> list[str]:
+    """`python -m torch.distributed.run ... -m dlguide_core.job_runner JOB_ID` (torchrun, as this Python).
+
+    Machines other than node 0 have no job record: they run `job_runner --join DATA`
+    and receive the recipe and config from the writer rank.
+    """
+    entry = [job_id] if job_id else ["--join", data or ""]
+    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.job_runner",
+            *entry]
+
+
+def join_commands(spec: LaunchSpec, recipe: str, data: str = "/path/to/the/same/dataset") -> list[str]:
+    """The command to run on each other machine (node ranks 1..nnodes-1) of a multi-node run."""
+    commands = []
+    for node in range(1, spec.nnodes):
+        argv = ["python", "-m", "dlguide_core", "train", "--recipe", recipe, "--data", data,
+                "--nproc-per-node", str(spec.nproc_per_node), "--nnodes", str(spec.nnodes),
+                "--node-rank", str(node), "--rdzv-endpoint", spec.rdzv_endpoint]
+        if spec.max_restarts:
+            argv += ["--max-restarts", str(spec.max_restarts)]
+        commands.append(shlex.join(argv))
+    return commands
+
+
+def launch_spec_from_config(config: Mapping[str, Any]) -> LaunchSpec:
+    """The launch a stored job asks for (node 0's view; fields absent in old jobs mean one process)."""
+    return LaunchSpec(nproc_per_node=int(config.get("nproc_per_node", 1)), nnodes=int(config.get("nnodes", 1)),
+                      rdzv_endpoint=str(config.get("rdzv_endpoint", "")),
+                      max_restarts=int(config.get("max_restarts", 0)))
+
+
+# ------------------------------------------------------------------ the torchrun worker
+
+
+def process_group_backend() -> str:
+    """Gloo for CPU tensors (control messages, CPU runs) plus NCCL/RCCL for GPU tensors when GPUs exist,
+    so every rank can join before it knows which device the job wants."""
+    return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+
+
+def _attempt_store(env: DistEnv, timeout: timedelta) -> dist.Store:
+    """torchrun's store, under a prefix per restart: keys a dead attempt left behind (Gloo's peer
+    addresses) would otherwise make the restarted ranks dial processes that no longer exist."""
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent serves it
+    store = dist.TCPStore(host, port, world_size=env.world_size, is_master=not agent_store and env.rank == 0,
+                          timeout=timeout, multi_tenant=not agent_store)
+    return dist.PrefixStore(f"dlguide/attempt_{env.restart_count}", store)
+
+
+def join_group(env: DistEnv, timeout_s: float = TIMEOUT_S) -> None:
+    if torch.cuda.is_available() and env.local_rank < torch.cuda.device_count():
+        torch.cuda.set_device(env.local_rank)
+    timeout = timedelta(seconds=timeout_s)
+    dist.init_process_group(process_group_backend(), store=_attempt_store(env, timeout), rank=env.rank,
+                            world_size=env.world_size, timeout=timeout)
+
+
+def _reclaim(store: Any, job_id: str, env: DistEnv) -> bool:
+    """After a torchrun restart: put the job back to running (trimming metrics past its checkpoint)."""
+    job = store.get(job_id, refresh=False)
+    if env.restart_count == 0:
+        return job.status == "running"
+    if job.status == "running":
+        store.finish(job_id, "interrupted", "a rank failed; torchrun restarts the job")
+    elif job.status != "interrupted":
+        return False  # finished, cancelled or failed meanwhile: nothing to restart
+    store.prepare_resume(job_id)
+    store.claim(job_id, os.getppid())  # the job's process stays torchrun's agent, our parent
+    print(f"job {job_id}: restart {env.restart_count}/{env.max_restarts}, resuming from its checkpoint", flush=True)
+    return True
+
+
+def _writer_payload(store: Any, job_id: str, env: DistEnv) -> dict[str, Any]:
+    from dlguide_core.jobs import job_dir
+
+    if not _reclaim(store, job_id, env):
+        return {"action": "exit"}
+    job = store.get(job_id, refresh=False)
+    resume = (job_dir(job_id) / "checkpoint.pt").is_file()
+    return {"action": "run", "job_id": job_id, "recipe": job.recipe, "config": job.config, "resume": resume}
+
+
+def share_checkpoint(env: DistEnv, path: Any) -> None:
+    """Make the writer's checkpoint readable at `path` on every rank (other machines get a copy)."""
+    from pathlib import Path
+
+    path = Path(path)
+    missing = torch.tensor([0.0 if path.is_file() else 1.0], dtype=torch.float64)
+    if float(all_reduce_sum(missing)) == 0:
+        return  # one machine, or a shared file system: nothing to send
+    data = path.read_bytes() if env.is_writer else None
+    received = broadcast_bytes(data, env.writer_rank)
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".rank{env.rank}.tmp")
+        tmp.write_bytes(received)
+        os.replace(tmp, path)
+
+
+def _local_sinks(env: DistEnv, store: Any, job_id: str) -> tuple[Any, TrainingSink]:
+    """(the sink signals talk to, the sink the loop reports through)."""
+    if not env.is_writer:
+        local = StopFlagSink()
+        return local, RankZeroSink(local, env)
+    from dlguide_core.jobs import StoreSink
+    from dlguide_core.sinks import ConsoleSink, TeeSink
+
+    store_sink = StoreSink(store.path, job_id)
+    return store_sink, RankZeroSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
+
+
+def _outcome(env: DistEnv, result: Any, exc: BaseException | None, local: Any) -> tuple[str | None, str | None, int]:
+    """(final status or None to leave the job running for a torchrun restart, error, exit code)."""
+    from dlguide_core.job_runner import _final_status
+
+    if exc is None:
+        status, error = _final_status(result, local)
+        return status, error, 0
+    if is_peer_failure(exc):
+        if env.restarts_left:
+            return None, None, 1  # torchrun restarts every rank; the next writer resumes the job
+        return "interrupted", f"a rank of the run stopped ({_short(exc)}); resume continues it", 1
+    # A restart of a failed job finds it final and exits at once (see _reclaim).
+    return "failed", str(exc) if isinstance(exc, DlguideError) else f"{type(exc).__name__}: {exc}", 1
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of a collective's error, without the C++ source location."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". This is typically")[0]
+    return text[:160]
+
+
+def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:
+    from dlguide_core.jobs import job_dir
+    from dlguide_core.recipes import RunContext, get_recipe
+
+    recipe = get_recipe(payload["recipe"])
+    config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
+    folder = job_dir(payload["job_id"])
+    ctx = RunContext(payload["job_id"], payload["recipe"], folder, sink, resume=payload["resume"], dist=env)
+    if ctx.resume:
+        share_checkpoint(env, ctx.checkpoint_path)
+    return recipe.run_function()(recipe.config_from_dict(config), ctx)
+
+
+def run_worker(job_id: str | None, data: str | None = None) -> int:
+    """Each torchrun process: `job_runner JOB_ID` on the job's machine, `job_runner --join DATA` elsewhere."""
+    import traceback
+
+    from dlguide_core.job_runner import _stop_on_signals
+    from dlguide_core.jobs import JobStore
+
+    die_with_parent()
+    env = DistEnv.from_env()
+    join_group(env)
+    store = JobStore() if job_id else None
+    try:
+        env = replace(env, writer_rank=find_writer(env, owns_job=job_id is not None))
+        payload = broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None, env.writer_rank)
+        if payload["action"] != "run":
+            return 0
+        local, sink = _local_sinks(env, store, payload["job_id"])
+        result, error = None, None
+        try:
+            with _stop_on_signals(local):
+                result = _train(env, payload, data, sink)
+        except Exception as exc:  # the writer records it; every rank exits so torchrun can act
+            traceback.print_exc()
+            error = exc
+        finally:
+            if env.is_writer:
+                local.close()
+        status, message, code = _outcome(env, result, error, local)
+        if env.is_writer and status:
+            store.finish(payload["job_id"], status, message)
+            print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
+        return code
+    finally:
+        if store is not None:
+            store.close()
+        destroy_process_group()

@@ -1,0 +1,141 @@
+"""Booth mode logic: the predictor a kiosk uses, timed predictions, idle timing, the attract view.
+
+pages/kiosk.py is the UI; everything it decides (which backend, when a visitor has
+gone, which sample the attract view shows) is decided here, without streamlit.
+Visitor images are only ever held in memory: nothing in this module writes a file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from PIL import Image
+
+from dlguide_core.classify import Prediction, top_k
+from dlguide_core.errors import DlguideError
+from dlguide_core.images import load_image
+from dlguide_core.models import LoadedModel
+from dlguide_core.presets import preprocess
+from dlguide_core.samples import bundled_samples
+
+DEFAULT_IDLE_S = 60.0
+ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
+
+Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> (B, C) float32 logits
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How the kiosk runs the model: a backend name, the device it runs on, and its forward.
+
+    One runner is shared by every visitor; `lock` lets one forward (or Grad-CAM) run at a
+    time: concurrent forwards on one device only fight over its cores and multiply peak
+    memory, so queueing keeps latency fair and the server's memory flat all day.
+    """
+
+    backend: str
+    device: str
+    logits: Logits = field(repr=False, compare=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class TimedPrediction:
+    top: tuple[Prediction, ...]
+    latency_ms: float  # preprocessing + forward + softmax/top-k of this one image (not time queued for the lock)
+    backend: str
+    device: str
+
+
+@dataclass(frozen=True)
+class AttractItem:
+    name: str
+    image: Image.Image = field(repr=False, compare=False)
+    top: tuple[Prediction, ...]
+
+
+def idle_seconds() -> float:
+    """DLGUIDE_KIOSK_IDLE_S (seconds without interaction before the reset), default 60."""
+    raw = os.environ.get("DLGUIDE_KIOSK_IDLE_S", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        return DEFAULT_IDLE_S
+    return value if value > 0 else DEFAULT_IDLE_S
+
+
+def seconds_left(last_active: float, now: float, idle_s: float) -> float:
+    """Seconds until the idle reset (0 once it is due)."""
+    return max(0.0, idle_s - (now - last_active))
+
+
+def is_idle(last_active: float, now: float, idle_s: float) -> bool:
+    return seconds_left(last_active, now, idle_s) <= 0.0
+
+
+def attract_index(now: float, count: int, period_s: float = ATTRACT_PERIOD_S) -> int:
+    """Which of `count` samples the attract view shows at wall time `now` (all kiosk screens agree)."""
+    return int(now // period_s) % count if count > 0 else 0
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"GPU · {torch.cuda.get_device_name(device)}"
+    return f"CPU · {os.cpu_count()} cores"
+
+
+def backend_choice() -> str:
+    """DLGUIDE_KIOSK_BACKEND: "auto" (default: the fastest available here) or a backend name."""
+    return os.environ.get("DLGUIDE_KIOSK_BACKEND", "").strip().lower() or "auto"
+
+
+def fastest_runner(loaded: LoadedModel) -> Runner:
+    """The kiosk's predictor: the fastest available compiled backend (or DLGUIDE_KIOSK_BACKEND's), prepared once.
+
+    Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
+    (a cache of the model, never of visitor data).
+    """
+    from dlguide_core import backends
+
+    choice = backend_choice()
+    if choice == "auto":
+        backend = backends.prepare_fastest(loaded)
+    elif choice in backends.BACKENDS:
+        backend = backends.prepare_backend(choice, loaded)
+    else:
+        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(backends.BACKENDS)}, "
+                           f"not {choice!r}")
+    return Runner(f"{backend.title} · {backend.provider}", provider_device(backend.provider, loaded), backend.run)
+
+
+def provider_device(provider: str, loaded: LoadedModel) -> str:
+    """Where a backend's provider runs, in words: "CPU · 2 cores" or "GPU · <name>"."""
+    on_cpu = provider.lower().startswith("cpu") or provider == "ref"
+    return device_name(torch.device("cpu") if on_cpu or not torch.cuda.is_available() else loaded.device)
+
+
+def predict_timed(loaded: LoadedModel, runner: Runner, image: Image.Image, k: int = 5) -> TimedPrediction:
+    """Top-k of one image with `runner`, timed from preprocessing to top-k."""
+    start = time.perf_counter()
+    batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
+    prepared = time.perf_counter()
+    with runner.lock:
+        began = time.perf_counter()
+        logits = runner.logits(batch)
+    top = top_k(logits, loaded.class_names, k)[0]
+    latency_ms = ((prepared - start) + (time.perf_counter() - began)) * 1000  # time queued for the lock excluded
+    return TimedPrediction(top, latency_ms, runner.backend, runner.device)
+
+
+def attract_items(loaded: LoadedModel, runner: Runner, k: int = 5) -> list[AttractItem]:
+    """The bundled sample photos with their predictions, in display order."""
+    items = []
+    for name, path in bundled_samples().items():
+        image = load_image(path)
+        items.append(AttractItem(name, image, predict_timed(loaded, runner, image, k).top))
+    return items

@@ -1,0 +1,186 @@
+"""Training recipes: a frozen config dataclass with the guide's defaults, plus a run function.
+
+The registry maps a recipe name to its `Recipe`. The run function is named as
+"module:function" and imported only when a job runs, so a TensorFlow recipe
+registers here without importing TensorFlow. Modules listed in RECIPE_MODULES are
+imported on first use and call `register(...)` (one line per extra module).
+
+A run function has the signature `run(config, ctx: RunContext) -> RunResult`: it
+reports through `ctx.sink`, checkpoints to `ctx.checkpoint_path`, resumes from it
+when `ctx.resume` is true, and returns when done or when `ctx.sink.should_stop()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from dlguide_core.errors import DlguideError
+from dlguide_core.sinks import TrainingSink
+
+# Modules that register more recipes when imported (issue 5 adds "dlguide_core.tf_recipes").
+RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.tf_recipes",)
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+AMP_DTYPES = ("bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Fields shared by the PyTorch recipes; each recipe subclass sets the guide's defaults."""
+
+    data: str = ""
+    epochs: int = 90
+    batch_size: int = 32
+    lr: float = 0.1
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    lr_step_size: int = 30
+    lr_gamma: float = 0.1
+    image_size: int = 299
+    weights: str = "imagenet"  # "imagenet", "none" or a dlguide checkpoint path
+    workers: int = 4
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    amp: bool = False  # autocast on GPUs only; ignored on the CPU
+    amp_dtype: str = "bfloat16"
+    label_smoothing: float = 0.0
+    channels_last: bool = False
+    max_steps: int | None = None  # stop (successfully) after this many global steps
+    seed: int = 0
+    checkpoint_minutes: float = 5.0
+
+    def __post_init__(self) -> None:
+        _check(self.epochs >= 1, "epochs must be at least 1")
+        _check(self.batch_size >= 1, "batch size must be at least 1")
+        _check(self.lr > 0, "learning rate must be positive")
+        _check(self.workers >= 0, "workers cannot be negative")
+        _check(0.0 <= self.label_smoothing < 1.0, "label smoothing must be in [0, 1)")
+        _check(self.max_steps is None or self.max_steps >= 1, "max steps must be at least 1")
+        _check(self.amp_dtype in AMP_DTYPES, f"amp dtype must be one of {', '.join(AMP_DTYPES)}")
+        base = self.device.split(":")[0]
+        _check(base in DEVICE_CHOICES, f"device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
+        _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
+
+
+@dataclass(frozen=True)
+class InceptionV3Config(TrainConfig):
+    """The guide's Inception v3 fine-tuning on tiny-imagenet-200 (torchvision reference defaults)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(self.image_size >= 75, "Inception v3 needs an image size of at least 75")
+
+
+@dataclass(frozen=True)
+class CifarNetConfig(TrainConfig):
+    """The guide's small CNN on CIFAR-10: batch 4, SGD lr 0.001 momentum 0.9, 2 epochs."""
+
+    epochs: int = 2
+    batch_size: int = 4
+    lr: float = 0.001
+    weight_decay: float = 0.0
+    lr_step_size: int = 30
+    image_size: int = 32
+    weights: str = "none"
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check(self.image_size == 32, "cifar_net is built for 32x32 images")
+
+
+class ConfigError(DlguideError, ValueError):
+    """A recipe field with a value the recipe cannot use."""
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the job process hands a recipe's run function."""
+
+    job_id: str
+    recipe: str
+    job_dir: Path
+    sink: TrainingSink
+    resume: bool = False  # continue from checkpoint_path
+    slot: int = 0  # GPU slot the queue assigned (cuda:slot when device is "auto")
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.job_dir / "checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: Literal["completed", "stopped"]
+    step: int
+    epoch: int
+    checkpoint: Path | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    framework: str  # "pytorch" or "tensorflow"
+    config_cls: type
+    entry: str  # "package.module:function", imported lazily
+    summary: str
+    arch: str | None = None  # the dlguide_core.models architecture, for PyTorch recipes
+
+    def run_function(self) -> Callable[[Any, RunContext], RunResult]:
+        module, _, func = self.entry.partition(":")
+        return getattr(importlib.import_module(module), func)
+
+    def make_config(self, **overrides: Any) -> Any:
+        """Defaults + overrides (None means "keep the default"); unknown fields are refused."""
+        names = {f.name for f in dataclasses.fields(self.config_cls)}
+        unknown = sorted({k for k, v in overrides.items() if v is not None} - names)  # unset CLI flags pass
+        if unknown:
+            raise ConfigError(f"{self.name} has no field(s) {', '.join(unknown)}; fields: {', '.join(sorted(names))}")
+        return self.config_cls(**{k: v for k, v in overrides.items() if v is not None})
+
+    def config_from_dict(self, data: dict[str, Any]) -> Any:
+        """Rebuild a stored config; fields added since are defaulted, vanished ones dropped."""
+        names = {f.name for f in dataclasses.fields(self.config_cls)}
+        return self.config_cls(**{k: v for k, v in data.items() if k in names})
+
+
+_REGISTRY: dict[str, Recipe] = {}
+_loaded_modules: set[str] = set()
+
+
+def register(recipe: Recipe) -> Recipe:
+    _REGISTRY[recipe.name] = recipe
+    return recipe
+
+
+def recipes() -> dict[str, Recipe]:
+    """Every registered recipe (extra modules imported on first call; a failing one is skipped)."""
+    for module in RECIPE_MODULES:
+        if module not in _loaded_modules:
+            _loaded_modules.add(module)
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass  # an optional framework's recipes simply do not appear
+    return dict(_REGISTRY)
+
+
+def get_recipe(name: str) -> Recipe:
+    found = recipes()
+    if name not in found:
+        raise ConfigError(f"unknown recipe {name!r}; choose one of {', '.join(found)}")
+    return found[name]
+
+
+register(Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training:run_recipe",
+                "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)", arch="inception_v3"))
+register(Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training:run_recipe",
+                "The guide's small CNN on CIFAR-10", arch="cifar_net"))

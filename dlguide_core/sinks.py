@@ -1,0 +1,132 @@
+"""How a training loop reports progress, without knowing who listens.
+
+Like minGPT's `on_batch_end` callbacks: the loop (PyTorch or TensorFlow) calls a
+sink; the job process passes one that streams into the job store, the foreground
+CLI adds one that prints, tests pass one that records. Every method is cheap and
+never raises into the loop.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+
+class TrainingSink(Protocol):
+    """The framework-neutral reporting interface every recipe's loop talks to."""
+
+    def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = ()) -> None:
+        """The plan, once per run (after a resume too): lets the UI show progress and an ETA."""
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        """After each optimiser step; `step` is the global step (1-based, continues across resumes)."""
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        """After each epoch's validation; metrics hold train_loss, val_loss, top1, top5 (+ anything else)."""
+
+    def should_stop(self) -> bool:
+        """Polled once per step: True means checkpoint now and return (cancel or shutdown)."""
+        return False
+
+    def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
+        """After a checkpoint is safely on disk; `epoch` is the number of completed epochs."""
+
+
+class NullSink:
+    """Listens to nothing; the base for partial sinks."""
+
+    def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = ()) -> None:
+        pass
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        pass
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        pass
+
+    def should_stop(self) -> bool:
+        return False
+
+    def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
+        pass
+
+
+class TeeSink(NullSink):
+    """Forwards to several sinks; stops when any of them asks to."""
+
+    def __init__(self, *sinks: TrainingSink) -> None:
+        self.sinks = sinks
+
+    def on_start(self, **kwargs: Any) -> None:
+        for sink in self.sinks:
+            sink.on_start(**kwargs)
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        for sink in self.sinks:
+            sink.on_step(step, epoch, loss, lr, images_per_s, **extra)
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        for sink in self.sinks:
+            sink.on_epoch(epoch, metrics)
+
+    def should_stop(self) -> bool:
+        return any(sink.should_stop() for sink in self.sinks)
+
+    def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
+        for sink in self.sinks:
+            sink.on_checkpoint(path, **kwargs)
+
+
+class ConsoleSink(NullSink):
+    """Prints progress for the foreground CLI: a line every `every` steps and per epoch."""
+
+    def __init__(self, every: int = 10, stream: TextIO | None = None) -> None:
+        self.every = every
+        self.stream = stream or sys.stderr
+        self.total: int | None = None
+
+    def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = ()) -> None:
+        self.total = total_steps
+        print(f"training {epochs} epoch(s), {total_steps or '?'} steps, {len(class_names)} classes",
+              file=self.stream, flush=True)
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        if step % self.every == 0 or step == 1 or step == self.total:
+            of = f"/{self.total}" if self.total else ""
+            print(f"epoch {epoch} step {step}{of}  loss {loss:.4f}  lr {lr:.3g}  {images_per_s:.1f} img/s",
+                  file=self.stream, flush=True)
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        shown = "  ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+        print(f"epoch {epoch} done  {shown}", file=self.stream, flush=True)
+
+    def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
+        print(f"checkpoint {path} (step {kwargs.get('step')})", file=self.stream, flush=True)
+
+
+class RecordingSink(NullSink):
+    """Keeps everything in lists (tests, benchmarks); can ask to stop after `stop_after` steps."""
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.epochs: list[tuple[int, dict[str, Any]]] = []
+        self.checkpoints: list[tuple[Path, dict[str, Any]]] = []
+        self.plan: dict[str, Any] = {}
+        self.stop_after = stop_after
+
+    def on_start(self, **kwargs: Any) -> None:
+        self.plan = kwargs
+
+    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
+        self.steps.append({"step": step, "epoch": epoch, "loss": loss, "lr": lr, "images_per_s": images_per_s,
+                           **extra})
+
+    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+        self.epochs.append((epoch, metrics))
+
+    def should_stop(self) -> bool:
+        return self.stop_after is not None and len(self.steps) >= self.stop_after
+
+    def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
+        self.checkpoints.append((path, kwargs))

@@ -1,0 +1,313 @@
+"""The PyTorch training loop of the inception_v3 and cifar_net recipes.
+
+UI-agnostic: progress goes to a TrainingSink (see sinks.py), checkpoints go through
+checkpoints.save_checkpoint. Setup is split into small factories (device, model,
+optimiser, loaders) so a DDP launcher can swap the pieces it needs: it would pick
+the device from LOCAL_RANK, wrap the model in `wrap_model`, give `create_loaders`
+a DistributedSampler and pass a NullSink on every rank but 0.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Sampler
+
+from dlguide_core import models
+from dlguide_core.checkpoints import load_checkpoint, save_checkpoint
+from dlguide_core.datasets import DataBundle, load_data
+from dlguide_core.errors import DlguideError
+from dlguide_core.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe
+from dlguide_core.sinks import TrainingSink
+
+HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count
+
+
+class TrainingFailed(DlguideError):
+    """Training cannot go on (diverged, impossible settings)."""
+
+
+# ------------------------------------------------------------------ setup factories
+
+
+def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
+    if spec == "auto":
+        if torch.cuda.is_available():
+            return torch.device(f"cuda:{slot % torch.cuda.device_count()}")
+        return torch.device("cpu")
+    if spec.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device cuda was asked for, but PyTorch sees no GPU (use --device cpu or auto)")
+    return torch.device(spec)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _replace_head(model: nn.Module, arch: str, num_classes: int) -> None:
+    name = HEADS[arch]
+    old = getattr(model, name)
+    if old.out_features != num_classes:
+        setattr(model, name, nn.Linear(old.in_features, num_classes))
+
+
+def create_model(arch: str, weights: str, num_classes: int) -> tuple[nn.Module, dict[str, Any]]:
+    """(model on the CPU, its arch_kwargs) for `weights` = imagenet, none or a checkpoint path."""
+    if weights == "none":
+        kwargs: dict[str, Any] = {"num_classes": num_classes}
+        if arch == "inception_v3":
+            kwargs["transform_input"] = False
+        return models.drop_aux_head(models.build_model(arch, **kwargs)), kwargs
+    if weights == "imagenet" and arch != "inception_v3":
+        raise ConfigError(f"imagenet weights exist only for inception_v3, not {arch}; use none")
+    loaded = models.load_model(weights, device="cpu")
+    if loaded.arch != arch:
+        raise ConfigError(f"{weights} holds a {loaded.arch} model, not {arch}")
+    _replace_head(loaded.model, arch, num_classes)  # fine-tuning: `fc` sized for this dataset
+    return loaded.model, {**loaded.arch_kwargs, "num_classes": num_classes}
+
+
+def wrap_model(model: nn.Module) -> nn.Module:
+    """Hook for DDP (issue 6): identity on a single device."""
+    return model
+
+
+def create_optimizer(cfg: TrainConfig, model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+
+
+def create_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler:
+    return torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_step_size, gamma=cfg.lr_gamma)
+
+
+class EpochSampler(Sampler[int]):
+    """A shuffle that is a pure function of (seed, epoch), so a resumed epoch skips exactly
+    the batches already trained on instead of starting the epoch over."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seed, self.epoch, self.skip = size, seed, 0, 0
+
+    def set_position(self, epoch: int, skip_samples: int) -> None:
+        self.epoch, self.skip = epoch, skip_samples
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+        return iter(torch.randperm(self.size, generator=generator)[self.skip:].tolist())
+
+    def __len__(self) -> int:
+        return self.size - self.skip
+
+
+def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device) -> tuple[DataLoader, DataLoader]:
+    sampler = EpochSampler(len(bundle.train), cfg.seed)
+    common = {"num_workers": cfg.workers, "pin_memory": device.type == "cuda",
+              "persistent_workers": cfg.workers > 0}  # workers survive epochs: no re-fork per epoch
+    train = DataLoader(bundle.train, batch_size=cfg.batch_size, sampler=sampler, **common)
+    val = DataLoader(bundle.val, batch_size=cfg.batch_size, shuffle=False, **common)
+    return train, val
+
+
+# ------------------------------------------------------------------ the loop
+
+
+@dataclass
+class TrainingRun:
+    """Everything one run mutates; `step` is global and continues across resumes."""
+
+    cfg: TrainConfig
+    recipe: str
+    arch: str
+    arch_kwargs: dict[str, Any]
+    bundle: DataBundle
+    device: torch.device
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler
+    criterion: nn.Module
+    train_loader: DataLoader
+    val_loader: DataLoader
+    job_id: str = ""
+    step: int = 0
+    epoch: int = 0  # the epoch in progress (0-based); == cfg.epochs when finished
+    batch: int = 0  # batches of `epoch` already trained on
+    loss_sum: float = 0.0  # this epoch's train loss so far (survives a resume mid-epoch)
+    loss_count: int = 0
+    last_checkpoint: float = field(default_factory=time.monotonic)
+
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.cfg.channels_last else torch.contiguous_format
+
+    @property
+    def amp_dtype(self) -> torch.dtype | None:
+        """Autocast only on GPUs (CPU autocast is slower than fp32 for these convnets)."""
+        if not self.cfg.amp or self.device.type != "cuda":
+            return None
+        return torch.float16 if self.cfg.amp_dtype == "float16" else torch.bfloat16
+
+    @property
+    def total_steps(self) -> int:
+        steps = self.cfg.epochs * math.ceil(len(self.bundle.train) / self.cfg.batch_size)
+        return min(steps, self.cfg.max_steps) if self.cfg.max_steps else steps
+
+
+def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0) -> TrainingRun:
+    arch = get_recipe(recipe).arch or recipe
+    seed_everything(cfg.seed)
+    device = resolve_device(cfg.device, slot)
+    bundle = load_data(arch, cfg.data, cfg.image_size)
+    model, arch_kwargs = create_model(arch, cfg.weights, len(bundle.class_names))
+    model = model.to(device, memory_format=torch.channels_last) if cfg.channels_last else model.to(device)
+    model = wrap_model(model)
+    optimizer = create_optimizer(cfg, model)
+    train_loader, val_loader = create_loaders(bundle, cfg, device)
+    fp16 = cfg.amp and cfg.amp_dtype == "float16" and device.type == "cuda"
+    return TrainingRun(cfg, recipe, arch, arch_kwargs, bundle, device, model, optimizer,
+                       create_scheduler(cfg, optimizer), torch.amp.GradScaler(device.type, enabled=fp16),
+                       nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing), train_loader, val_loader,
+                       job_id=job_id)
+
+
+def _forward_loss(run: TrainingRun, images: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    dtype = run.amp_dtype
+    with torch.autocast(run.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        output = run.model(images)  # (B, classes)
+        return output, run.criterion(output, targets)
+
+
+def _to_device(run: TrainingRun, images: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    images = images.to(run.device, non_blocking=True, memory_format=run.memory_format)  # (B, 3, S, S)
+    return images, targets.to(run.device, non_blocking=True)
+
+
+def train_step(run: TrainingRun, images: torch.Tensor, targets: torch.Tensor) -> float:
+    images, targets = _to_device(run, images, targets)
+    _, loss = _forward_loss(run, images, targets)
+    run.optimizer.zero_grad(set_to_none=True)
+    run.scaler.scale(loss).backward()
+    run.scaler.step(run.optimizer)
+    run.scaler.update()
+    value = loss.item()  # one sync per step: the curve needs it anyway
+    if not math.isfinite(value):
+        raise TrainingFailed(f"loss became {value} at step {run.step + 1}; lower the learning rate "
+                             f"(now {run.cfg.lr}) or turn off --amp")
+    return value
+
+
+def train_one_epoch(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> str:
+    """Train from `run.batch` to the end of `run.epoch`; returns why it ended."""
+    run.model.train()
+    run.train_loader.sampler.set_position(run.epoch, run.batch * run.cfg.batch_size)
+    last = time.perf_counter()
+    for images, targets in run.train_loader:
+        loss = train_step(run, images, targets)
+        run.step, run.batch = run.step + 1, run.batch + 1
+        run.loss_sum, run.loss_count = run.loss_sum + loss, run.loss_count + 1
+        now = time.perf_counter()
+        sink.on_step(run.step, run.epoch, loss, run.optimizer.param_groups[0]["lr"], len(images) / (now - last))
+        last = now
+        if sink.should_stop():
+            return "stopped"
+        if run.cfg.max_steps and run.step >= run.cfg.max_steps:
+            return "max_steps"
+        if checkpoint and time.monotonic() - run.last_checkpoint > run.cfg.checkpoint_minutes * 60:
+            save_run(run, checkpoint, sink)
+            last = time.perf_counter()  # the save is not training time
+    return "epoch_end"
+
+
+@torch.inference_mode()
+def evaluate(run: TrainingRun) -> dict[str, Any]:
+    """Val loss, top-1 and top-5 (percent) and per-class top-1 over the whole val split."""
+    run.model.eval()
+    classes = len(run.bundle.class_names)
+    loss_sum, top1, top5, seen = 0.0, 0, 0, 0
+    correct, per_class = torch.zeros(classes), torch.zeros(classes)
+    for images, targets in run.val_loader:
+        images, targets = _to_device(run, images, targets)
+        output, loss = _forward_loss(run, images, targets)
+        ranked = output.float().topk(min(5, classes), dim=1).indices  # (B, k)
+        hit1 = (ranked[:, 0] == targets).cpu()
+        loss_sum += loss.item() * len(targets)
+        top1 += int(hit1.sum())
+        top5 += int((ranked == targets[:, None]).any(dim=1).sum())
+        seen += len(targets)
+        correct.index_add_(0, targets.cpu(), hit1.float())
+        per_class.index_add_(0, targets.cpu(), torch.ones(len(targets)))
+    names = run.bundle.class_names
+    return {"val_loss": loss_sum / max(seen, 1), "top1": 100.0 * top1 / max(seen, 1),
+            "top5": 100.0 * top5 / max(seen, 1),
+            "per_class": {names[i]: round(100.0 * float(correct[i] / per_class[i]), 2)
+                          for i in range(classes) if per_class[i] > 0}}
+
+
+# ------------------------------------------------------------------ checkpoints and the recipe entry
+
+
+def save_run(run: TrainingRun, path: Path, sink: TrainingSink) -> Path:
+    """Atomic checkpoint of the whole run state (loads with weights_only=True)."""
+    model = getattr(run.model, "module", run.model)  # unwrap DDP
+    save_checkpoint(path, {
+        "arch": run.arch, "arch_kwargs": run.arch_kwargs, "class_names": list(run.bundle.class_names),
+        "preset": run.bundle.eval_preset.to_dict(), "train_preset": run.bundle.train_preset.to_dict(),
+        "model": model.state_dict(), "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(), "scaler": run.scaler.state_dict(),
+        "epoch": run.epoch, "batch": run.batch, "step": run.step, "loss_sum": run.loss_sum,
+        "loss_count": run.loss_count, "config": asdict(run.cfg),
+        "job_id": run.job_id, "recipe": run.recipe,
+    })
+    run.last_checkpoint = time.monotonic()
+    sink.on_checkpoint(path, step=run.step, epoch=run.epoch)
+    return path
+
+
+def restore_run(run: TrainingRun, path: Path) -> None:
+    data = load_checkpoint(path, map_location="cpu")
+    if data.get("recipe") not in (None, run.recipe) or list(data["class_names"]) != list(run.bundle.class_names):
+        raise TrainingFailed(f"{path} was written for other data or another recipe; cannot resume from it")
+    getattr(run.model, "module", run.model).load_state_dict(data["model"])
+    run.optimizer.load_state_dict(data["optimizer"])
+    run.scheduler.load_state_dict(data["scheduler"])
+    run.scaler.load_state_dict(data["scaler"])
+    run.step, run.epoch, run.batch = int(data["step"]), int(data["epoch"]), int(data["batch"])
+    run.loss_sum, run.loss_count = float(data.get("loss_sum", 0.0)), int(data.get("loss_count", 0))
+
+
+def _finish_epoch(run: TrainingRun, sink: TrainingSink) -> None:
+    train_loss = run.loss_sum / run.loss_count if run.loss_count else float("nan")
+    metrics = {"train_loss": train_loss, **evaluate(run), "lr": run.optimizer.param_groups[0]["lr"]}
+    sink.on_epoch(run.epoch, metrics)
+
+
+def fit(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> RunResult:
+    """Train until the last epoch, `max_steps`, or the sink asks to stop (checkpointing each time)."""
+    sink.on_start(total_steps=run.total_steps, epochs=run.cfg.epochs, class_names=run.bundle.class_names)
+    while run.epoch < run.cfg.epochs and not (run.cfg.max_steps and run.step >= run.cfg.max_steps):
+        why = train_one_epoch(run, sink, checkpoint)
+        if why == "stopped":
+            path = save_run(run, checkpoint, sink) if checkpoint else None
+            return RunResult("stopped", run.step, run.epoch, path)
+        _finish_epoch(run, sink)
+        if why == "epoch_end":
+            run.scheduler.step()  # StepLR counts epochs
+            run.epoch, run.batch, run.loss_sum, run.loss_count = run.epoch + 1, 0, 0.0, 0
+        if checkpoint:
+            save_run(run, checkpoint, sink)
+    return RunResult("completed", run.step, run.epoch, checkpoint if checkpoint and checkpoint.exists() else None)
+
+
+def run_recipe(cfg: TrainConfig, ctx: RunContext) -> RunResult:
+    """The registry entry point of the PyTorch recipes."""
+    run = build_run(cfg, ctx.recipe, ctx.job_id, ctx.slot)
+    if ctx.resume and ctx.checkpoint_path.is_file():
+        restore_run(run, ctx.checkpoint_path)
+    return fit(run, ctx.sink, ctx.checkpoint_path)

@@ -1,0 +1,162 @@
+"""Compiled inference: export to ONNX, run through ONNX Runtime or MIGraphX, compare with PyTorch."""
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from dlguide_core.backends import (
+    GRAPH_OPTIMIZATIONS,
+    PRECISIONS,
+    TARGETS,
+    BackendOptions,
+    available_names,
+    backend_model,
+    backend_status,
+    fastest_available,
+)
+from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark
+from dlguide_core.classify import classify_sources
+from dlguide_core.errors import DlguideError, WeightsUnavailable
+from dlguide_core.images import UPLOAD_TYPES
+from dlguide_core.models import (
+    IMAGENET_FILENAME,
+    IMAGENET_WEIGHTS,
+    available_weights,
+    fetch_imagenet_weights,
+    imagenet_weights_path,
+)
+from dlguide_core.samples import bundled_samples
+from pages.common import BACKEND_LABELS, get_backend, get_model, show_result, weights_caption
+
+st.title("Compiled inference")
+st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (dynamic batch, labels inside), "
+           "run it with ONNX Runtime or compile it with MIGraphX, and compare latency and agreement with PyTorch.")
+# Not widget state: Streamlit drops that when another page runs, and results must survive a visit elsewhere.
+state = st.session_state.setdefault("compiled", {"prepared": {}, "classified": {}, "bench": {}, "choice": {}})
+
+
+def _remembered(options: list, name: str) -> int:
+    return options.index(state["choice"][name]) if state["choice"].get(name) in options else 0
+
+
+WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
+weight_options = available_weights()
+weights = st.selectbox("Model", weight_options, index=_remembered(weight_options, "weights"), key="compiled_weights",
+                       format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+state["choice"]["weights"] = weights
+if weights == "imagenet" and not imagenet_weights_path().is_file():
+    st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
+               f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
+               icon="📦")
+    if st.button("Download the ImageNet weights", key="compiled_download_weights"):
+        bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
+        try:
+            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
+            st.rerun()
+        except WeightsUnavailable as exc:
+            st.error(str(exc), icon="🚫")
+    st.info("Meanwhile, pick **none (untrained)** or a job checkpoint above: latency does not depend on the weights.")
+    st.stop()
+try:
+    loaded = get_model(weights)
+except DlguideError as exc:
+    st.error(f"Cannot load these weights: {exc}", icon="🚫")
+    st.stop()
+weights_caption(loaded)
+
+st.subheader("Backends on this machine")
+fastest = fastest_available(loaded)
+st.dataframe(pd.DataFrame([{"backend": s.title, "available": "✅" if s.available else "❌", "why": s.reason}
+                           for s in backend_status()]), hide_index=True, key="compiled_status")
+st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
+
+names = ["torch", *[n for n in available_names() if n != "torch"]]
+left, mid, right = st.columns(3)
+state["choice"].setdefault("backend", fastest.name)
+name = left.selectbox("Backend", names, index=_remembered(names, "backend"), key="compiled_backend",
+                      format_func=lambda n: BACKEND_LABELS.get(n, n))
+state["choice"]["backend"] = name
+precision = mid.selectbox("Precision", PRECISIONS if name == "migraphx" else ("fp32",), key="compiled_precision",
+                          help="fp16 / int8 quantisation is a MIGraphX feature (quantize_fp16 / quantize_int8).")
+target = right.selectbox("Target", TARGETS, key="compiled_target", help="auto: the GPU when one is visible")
+with st.expander("Tuning options"):
+    threads = st.number_input("ONNX Runtime intra-op threads (0 = one per physical core)", 0, 256, 0,
+                              key="compiled_threads")
+    graph_opt = st.selectbox("ONNX Runtime graph optimisation", GRAPH_OPTIMIZATIONS, key="compiled_graph_opt")
+    tune = st.checkbox("MIGraphX exhaustive tuning (much slower compile, faster kernels)", key="compiled_tune")
+    use_compile = st.checkbox("PyTorch: torch.compile (inductor; minutes on a CPU)", key="compiled_torch_compile")
+    st.caption("For MIOpen's own convolution tuning, start the app with `MIOPEN_FIND_ENFORCE=3` "
+               "(see docs/ARCHITECTURE.md, *Inference backends*).")
+options = BackendOptions(precision=precision, target=target, exhaustive_tune=tune, intra_op_threads=int(threads),
+                         graph_optimization=graph_opt, torch_compile="inductor" if use_compile else None)
+prepared_key = f"{loaded.fingerprint}|{name}|{options}"
+
+if st.button("Prepare / compile", key="compiled_prepare", type="primary"):
+    bar = st.progress(0.0, text="Starting…")
+    try:
+        backend = get_backend(name, loaded, options, progress=lambda msg, frac: bar.progress(frac, text=msg))
+        state["prepared"][prepared_key] = backend.describe()
+        bar.progress(1.0, text="Ready")
+    except DlguideError as exc:
+        bar.empty()
+        st.error(str(exc), icon="🚫")
+info = state["prepared"].get(prepared_key)
+if info:
+    st.success(f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
+               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else ""), icon="⚡")
+
+st.subheader("Classify through this backend")
+if not info:
+    st.info("Prepare the backend first (the button above).")
+else:
+    files = st.file_uploader("Image", type=list(UPLOAD_TYPES), key="compiled_upload")
+    samples = bundled_samples()
+    sample = st.selectbox("…or a sample", ["(none)", *samples], key="compiled_sample")
+    source = (files.name, files.getvalue()) if files else (
+        (samples[sample].name, samples[sample].read_bytes()) if sample in samples else None)
+    if source:
+        result_key = f"{prepared_key}|{source[0]}|{len(source[1])}"
+        if result_key not in state["classified"]:
+            try:
+                backend = get_backend(name, loaded, options)
+            except DlguideError as exc:
+                st.error(str(exc), icon="🚫")
+                st.stop()
+            # Only the latest result is kept: enough for a revisit, without hoarding decoded images.
+            state["classified"] = {result_key: classify_sources(backend_model(loaded, backend), [source], k=5)[0]}
+        result = state["classified"][result_key]
+        show_result(result, result.decoded, key="compiled_result")
+
+st.subheader("Benchmark against PyTorch eager")
+c1, c2, c3 = st.columns(3)
+bench_names = c1.multiselect("Backends", names, default=names, key="compiled_bench_backends",
+                             format_func=lambda n: BACKEND_LABELS.get(n, n))
+sizes = c2.multiselect("Batch sizes", [1, 8, 32], default=[1, 8], key="compiled_bench_sizes")
+iters = c3.slider("Timed runs", 1, 50, 5, key="compiled_bench_iters")
+bench_key = f"{loaded.fingerprint}|{sorted(bench_names)}|{sorted(sizes)}|{iters}|{options}"
+if st.button("Run benchmark", key="compiled_bench_run", disabled=not (bench_names and sizes)):
+    bar = st.progress(0.0, text="Benchmarking…")
+    config = BenchConfig(backends=tuple(bench_names), batch_sizes=tuple(sorted(sizes)), iters=iters, warmup=2,
+                         options=options)
+    rows = run_benchmark(loaded, config, progress=lambda msg, frac: bar.progress(frac, text=msg))
+    state["bench"] = {bench_key: rows_to_json(rows)}
+    bar.empty()
+
+rows = state["bench"].get(bench_key)
+if rows is None and state["bench"]:
+    st.caption("Showing the last benchmark (its settings differ from the ones above).")
+    rows = next(iter(state["bench"].values()))
+if rows:
+    for row in (r for r in rows if r.get("error")):
+        st.warning(f"{BACKEND_LABELS.get(row['backend'], row['backend'])}: {row['error']}")
+    ok = pd.DataFrame([r for r in rows if not r.get("error")])
+    if not ok.empty:
+        st.dataframe(ok, hide_index=True, key="compiled_bench_table")
+        ok["batch"] = ok["batch_size"].astype(str)
+        fig = px.bar(ok, x="batch", y="p50_ms", color="backend", barmode="group", hover_data=["provider", "p95_ms"],
+                     labels={"p50_ms": "p50 latency (ms)", "batch": "batch size"}, title="Latency per batch (lower "
+                     "is better)")
+        st.plotly_chart(fig, key="compiled_bench_latency")
+        fig = px.bar(ok, x="batch", y="images_per_s", color="backend", barmode="group",
+                     labels={"images_per_s": "images/s", "batch": "batch size"}, title="Throughput (higher is better)")
+        st.plotly_chart(fig, key="compiled_bench_throughput")

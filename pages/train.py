@@ -1,0 +1,249 @@
+"""Train: pick a recipe and a dataset, start a background job, watch its curves live.
+
+Jobs run in their own processes (they survive closing the tab or restarting the
+app); this page only writes requests to the job store and reads metrics from it.
+"""
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from dlguide_core import datasets, jobs, settings
+from dlguide_core.errors import DlguideError
+from dlguide_core.metrics import downsample, stride
+from dlguide_core.models import job_checkpoints
+from dlguide_core.recipes import recipes
+from pages.common import curve_figure, job_store, tf_train_section, training_loss_figure
+
+st.title("Train")
+st.caption("The guide's recipes as background jobs: Inception v3 fine-tuning on tiny-imagenet-200 and the "
+           "small CNN on CIFAR-10. Jobs keep running when you close this tab.")
+store = job_store(str(settings.home() / "jobs.db"))
+RECIPES = {name: r for name, r in recipes().items()}
+
+
+def dataset_label(info: datasets.DatasetInfo) -> str:
+    state = "" if info.ready else " · needs preparing"
+    return f"{info.path.name} ({info.kind}, {len(info.classes)} classes, {info.train_count} train images{state})"
+
+
+def download_section(roots: list) -> None:
+    st.info("No dataset found in the data roots "
+            f"({', '.join(str(r) for r in roots) or 'none: set DLGUIDE_DATA_ROOTS'}). Download one into "
+            "the first root, or copy an ImageFolder (train/<class>/, val/<class>/) there.")
+    if not roots or settings.kiosk_mode():
+        return
+    left, right = st.columns(2)
+    fetchers = {"tiny-imagenet-200 (237 MB)": datasets.fetch_tiny_imagenet, "CIFAR-10 (163 MB)": datasets.fetch_cifar10}
+    for column, (label, fetch) in zip((left, right), fetchers.items()):
+        if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
+            bar = st.progress(0.0, text=f"Downloading {label}")
+            try:
+                fetch(roots[0], lambda done, total, bar=bar: bar.progress(min(done / total, 1.0) if total else 0.0))
+                st.rerun()
+            except DlguideError as exc:
+                st.error(str(exc), icon="🚫")
+
+
+def dataset_browser(info: datasets.DatasetInfo) -> None:
+    """Class counts and a few images per class (the guide's show_image), before training on them."""
+    counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
+    st.bar_chart(counts, x="class", y="train images", height=220)
+    samples = (datasets.cifar_samples(info) if info.kind == "cifar10" else
+               {k: [str(p) for p in v] for k, v in datasets.sample_paths(info).items()})
+    for name, images in list(samples.items())[:10]:
+        if images:
+            st.image(images, caption=[name] * len(images), width=96)
+
+
+def pick_dataset() -> datasets.DatasetInfo | None:
+    roots = settings.data_roots()
+    found = datasets.find_datasets(roots)
+    if not found:
+        download_section(roots)
+        return None
+    info = st.selectbox("Dataset (from the configured data roots)", found, format_func=dataset_label,
+                        key="train_dataset")
+    if not info.ready:
+        st.warning("This tiny-imagenet copy still has the zip's val/images layout. Prepare it first "
+                   "(the guide's val re-organisation; safe to re-run).", icon="🗂️")
+        if st.button("Prepare the val folder", key="train_prepare"):
+            try:
+                report = datasets.prepare_tiny_imagenet(info.path)
+                st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
+                st.rerun()
+            except DlguideError as exc:
+                st.error(str(exc), icon="🚫")
+        return None
+    with st.expander("Browse this dataset", expanded=False):
+        if st.toggle("Show class counts and samples", key="train_browse"):
+            dataset_browser(info)
+    return info
+
+
+def job_form(info: datasets.DatasetInfo) -> None:
+    """The recipe's fields with the guide's defaults; keys carry the recipe so defaults follow it."""
+    name = st.selectbox("Recipe", list(RECIPES), key="train_recipe",
+                        format_func=lambda n: f"{n} · {RECIPES[n].summary}")
+    recipe = RECIPES[name]
+    if recipe.framework != "pytorch":
+        st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
+        return
+    d = recipe.config_cls()
+    with st.form(f"train_form_{name}"):
+        c1, c2, c3, c4 = st.columns(4)
+        values = {
+            "epochs": c1.number_input("Epochs", 1, 1000, d.epochs, key=f"train_{name}_epochs"),
+            "batch_size": c2.number_input("Batch size", 1, 4096, d.batch_size, key=f"train_{name}_batch"),
+            "lr": c3.number_input("Learning rate", 1e-6, 10.0, d.lr, format="%.4f", key=f"train_{name}_lr"),
+            "max_steps": c4.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=f"train_{name}_max_steps"),
+            "image_size": c1.number_input("Image size", 32 if name == "cifar_net" else 75, 1024, d.image_size,
+                                          disabled=name == "cifar_net", key=f"train_{name}_size"),
+            "weights": c2.selectbox("Weights", ["imagenet", "none", *map(str, job_checkpoints())],
+                                    index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights"),
+            "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers"),
+            "device": c4.selectbox("Device", ["auto", "cpu", "cuda"], key=f"train_{name}_device"),
+            "label_smoothing": c1.number_input("Label smoothing", 0.0, 0.99, d.label_smoothing,
+                                               key=f"train_{name}_smoothing"),
+            "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed"),
+            "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp"),
+            "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last"),
+        }
+        submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
+    if submitted:
+        values["max_steps"] = values["max_steps"] or None
+        try:
+            cfg = recipe.make_config(data=str(info.path), **values)
+            job = jobs.submit(store, name, cfg)
+            st.success(f"Job {job.id} {job.status}.", icon="🚀")
+        except DlguideError as exc:
+            st.error(str(exc), icon="🚫")
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if seconds < 86400 else f"{seconds / 86400:.1f} days"
+
+
+@st.fragment(run_every=2)
+def job_table() -> None:
+    all_jobs = store.list_jobs()  # marks dead processes interrupted
+    jobs.dispatch(store)  # and starts queued jobs when a slot is free
+    if not all_jobs:
+        st.info("No jobs yet: start one above.")
+        return
+    rows = [store.summary(j) for j in all_jobs]
+    st.dataframe(pd.DataFrame([{
+        "job": r["id"], "recipe": r["recipe"], "status": r["status"], "epoch": r["epoch"],
+        "progress": f"{r['step'] or 0}/{r['total_steps'] or '?'}",
+        "images/s": None if r["images_per_s"] is None else round(r["images_per_s"], 1),
+        "ETA": _eta(r["eta_s"]), "note": r["error"] or ""} for r in rows]), hide_index=True, key="train_jobs_table")
+    job_actions(all_jobs)
+
+
+def job_actions(all_jobs: list) -> None:
+    by_id = {j.id: j for j in all_jobs}
+    pick, cancel, resume, delete = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
+    job_id = pick.selectbox("Job", list(by_id), key="train_action_job",
+                            format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")
+    job = by_id[job_id]
+    try:
+        if cancel.button("Cancel", key="train_cancel", disabled=job.status not in jobs.ACTIVE):
+            store.request_cancel(job_id)
+            st.toast(f"Cancelling {job_id} at its next step")
+        if resume.button("Resume", key="train_resume", disabled=job.status not in jobs.RESUMABLE):
+            jobs.resume(store, job_id)
+            st.toast(f"Resumed {job_id}")
+        if delete.button("Delete", key="train_delete", disabled=job.status in jobs.ACTIVE):
+            store.delete(job_id)
+            st.rerun()
+    except DlguideError as exc:
+        st.error(str(exc), icon="🚫")
+
+
+def steps_of(job: jobs.Job) -> dict[str, list]:
+    """All per-step rows of a job, fetched incrementally (only new rows each refresh)."""
+    cache = st.session_state.setdefault("train_steps_cache", {})
+    key = f"{job.id}:{job.attempts}"  # a resume rewrites the steps after the checkpoint
+    cols = cache.get(key)
+    if cols is None:
+        cols = cache[key] = store.steps(job.id)
+    else:
+        new = store.steps(job.id, after=cols["step"][-1] if cols["step"] else 0)
+        for name, values in new.items():
+            cols[name].extend(values)
+    return cols
+
+
+def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
+    losses, accuracy = {}, {}
+    for name, rows in runs.items():
+        x = [r["epoch"] for r in rows]
+        losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
+        losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
+        accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")
+        accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
+    loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y)
+    acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
+    for fig in (loss_fig, acc_fig):
+        fig.update_xaxes(title="epoch")
+    return loss_fig, acc_fig
+
+
+@st.fragment(run_every=1)
+def live_view(all_jobs: list) -> None:
+    by_id = {j.id: j for j in store.list_jobs(refresh=False)} or {j.id: j for j in all_jobs}
+    chosen = [by_id[i] for i in st.session_state.get("train_view_jobs", []) if i in by_id]
+    if not chosen:
+        return
+    smoothing = st.session_state.get("train_smoothing", 0.6)
+    log_y = st.session_state.get("train_log_y", False)
+    runs = {j.id: steps_of(j) for j in chosen}
+    shown = sum(len(c["step"]) for c in runs.values())
+    st.caption(f"{shown:,} steps stored · refreshed {time.strftime('%H:%M:%S')} · "
+               + " · ".join(f"{j.id}: {j.status}" for j in chosen))
+    st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y), key="train_loss_chart")
+    left, right = st.columns(2)
+    lr = {name: stride(c["step"], c["lr"]) for name, c in runs.items()}
+    ips = {name: downsample(c["step"], c["images_per_s"]) for name, c in runs.items()}
+    left.plotly_chart(curve_figure(lr, "Learning rate", log_y=log_y), key="train_lr_chart")
+    right.plotly_chart(curve_figure(ips, "Images/s"), key="train_ips_chart")
+    epochs = {j.id: store.epochs(j.id) for j in chosen}
+    if any(epochs.values()):
+        loss_fig, acc_fig = epoch_figures(epochs, log_y)
+        left.plotly_chart(loss_fig, key="train_epoch_loss_chart")
+        right.plotly_chart(acc_fig, key="train_epoch_acc_chart")
+
+
+def view_controls(all_jobs: list) -> None:
+    ids = [j.id for j in all_jobs]
+    default = [j.id for j in all_jobs if j.status == "running"][:1] or ids[:1]
+    c1, c2, c3 = st.columns([4, 2, 1], vertical_alignment="bottom")
+    c1.multiselect("Runs to show (several overlay)", ids, default=default, key="train_view_jobs")
+    c2.slider("Smoothing (EMA)", 0.0, 0.99, 0.6, 0.01, key="train_smoothing")
+    c3.toggle("Log scale", key="train_log_y")
+
+
+def export_section(all_jobs: list) -> None:
+    job_id = st.selectbox("Export a job's metrics", [j.id for j in all_jobs], key="train_export_job")
+    st.download_button("Download CSV", store.export_csv(job_id), file_name=f"{job_id}.csv", mime="text/csv",
+                       key="train_export_csv")
+
+
+st.subheader("New job")
+picked = pick_dataset()
+if picked is not None:
+    job_form(picked)
+tf_train_section(store)  # the TensorFlow recipes: their own data (idx files, aclImdb) and form
+
+st.subheader("Jobs")
+job_table()
+all_jobs = store.list_jobs(refresh=False)
+if all_jobs:
+    st.subheader("Live curves")
+    view_controls(all_jobs)
+    live_view(all_jobs)
+    with st.expander("Export metrics (CSV)"):
+        export_section(all_jobs)

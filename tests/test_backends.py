@@ -1,0 +1,259 @@
+"""Backends: availability and reasons, ONNX Runtime, eager/torch.compile, and the MIGraphX adapter
+against a FAKE migraphx module (tests/fake_migraphx.py) that follows the documented API."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import onnxruntime
+import pytest
+import torch
+
+from dlguide_core import backends
+from dlguide_core.backends import (
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+    MigraphxBackend,
+    agreement,
+    backend_model,
+    backend_status,
+    compiled_path,
+    fastest_available,
+    ort_providers,
+    prepare_backend,
+    prepare_fastest,
+    sample_batch,
+)
+from dlguide_core.classify import classify_sources, predict_logits
+from dlguide_core.models import load_model
+from dlguide_core.samples import bundled_samples
+from tests.compiled_helpers import exported_cifar, seed_export_cache
+from tests.fake_migraphx import FakeMigraphx
+
+
+@pytest.fixture(scope="module")
+def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return exported_cifar(tmp_path_factory.mktemp("backends"))
+
+
+@pytest.fixture
+def cifar(cifar_files):
+    """The tiny CIFAR model, its export already in this test's DLGUIDE_HOME cache."""
+    loaded = load_model(str(cifar_files[0]), device="cpu")
+    seed_export_cache(loaded, cifar_files[1])
+    return loaded
+
+
+@pytest.fixture
+def fake_migraphx(monkeypatch: pytest.MonkeyPatch) -> FakeMigraphx:
+    fake = FakeMigraphx()
+    monkeypatch.setitem(sys.modules, "migraphx", fake)
+    return fake
+
+
+def _status(name: str, options: BackendOptions | None = None):
+    return {s.name: s for s in backend_status(options)}[name]
+
+
+# ------------------------------------------------------------------ availability
+
+
+def test_missing_modules_are_states_with_reasons(monkeypatch):
+    monkeypatch.setitem(sys.modules, "migraphx", None)  # import fails, as on a machine without ROCm
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    status = {s.name: s for s in backend_status()}
+    assert status["torch"].available
+    assert not status["migraphx"].available and "migraphx not installed" in status["migraphx"].reason
+    assert not status["onnxruntime"].available and "onnxruntime not installed" in status["onnxruntime"].reason
+
+
+def test_prepare_refuses_an_unavailable_backend_in_one_line(monkeypatch, cifar):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(BackendUnavailable, match="ONNX Runtime is unavailable: module onnxruntime not installed"):
+        prepare_backend("onnxruntime", cifar)
+
+
+def test_onnxruntime_gpu_target_without_gpu_provider_says_so(monkeypatch):
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    status = _status("onnxruntime", BackendOptions(target="gpu"))
+    assert not status.available and "no GPU execution provider" in status.reason
+
+
+def test_onnxruntime_providers_follow_the_preference_order(monkeypatch):
+    present = ["CPUExecutionProvider", "CUDAExecutionProvider", "ROCMExecutionProvider", "MIGraphXExecutionProvider"]
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: present)
+    assert ort_providers(BackendOptions()) == ["MIGraphXExecutionProvider", "ROCMExecutionProvider",
+                                               "CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert ort_providers(BackendOptions(target="cpu")) == ["CPUExecutionProvider"]
+
+
+def test_migraphx_gpu_target_without_gpu_says_so(fake_migraphx, monkeypatch):
+    monkeypatch.setattr(backends, "gpu_visible", lambda: False)
+    assert _status("migraphx").available  # auto falls back to the CPU target
+    status = _status("migraphx", BackendOptions(target="gpu"))
+    assert not status.available and "no AMD GPU visible" in status.reason
+
+
+def test_unknown_backend_and_bad_options_name_the_choices():
+    with pytest.raises(ValueError, match="torch, onnxruntime, migraphx"):
+        backends.backend_class("tensorrt")
+    with pytest.raises(ValueError, match="fp32, fp16, int8"):
+        BackendOptions(precision="fp8")
+
+
+# ------------------------------------------------------------------ fastest_available
+
+
+def test_fastest_available_on_this_cpu_is_onnxruntime(monkeypatch, cifar):
+    monkeypatch.setitem(sys.modules, "migraphx", None)
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    choice = fastest_available(cifar)
+    assert (choice.name, choice.options.target) == ("onnxruntime", "cpu")
+
+
+def test_fastest_available_prefers_migraphx_on_an_amd_gpu(fake_migraphx, monkeypatch, cifar):
+    monkeypatch.setattr(backends, "gpu_visible", lambda: True)
+    choice = fastest_available(cifar)
+    assert (choice.name, choice.options.target) == ("migraphx", "gpu")
+
+
+def test_fastest_available_without_runtimes_is_eager_torch(monkeypatch, cifar):
+    monkeypatch.setitem(sys.modules, "migraphx", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert fastest_available(cifar).name == "torch"
+
+
+def test_prepare_fastest_falls_back_to_eager_when_the_choice_fails(fake_migraphx, monkeypatch, cifar):
+    monkeypatch.setattr(backends, "gpu_visible", lambda: True)
+    fake_migraphx.fail_compile = True
+    backend = prepare_fastest(cifar)
+    assert "compile" in fake_migraphx.names()  # it did try MIGraphX first
+    assert backend.name == "torch"
+
+
+# ------------------------------------------------------------------ ONNX Runtime and torch
+
+
+def test_onnxruntime_backend_matches_eager_and_reports_its_provider(cifar):
+    backend = prepare_backend("onnxruntime", cifar, options=BackendOptions(intra_op_threads=1))
+    batch = sample_batch(cifar, 5)  # (5, 3, 32, 32)
+    logits = backend.run(batch)
+    assert logits.shape == (5, 10) and logits.dtype == torch.float32
+    scores = agreement(predict_logits(cifar, batch), logits)
+    assert scores["max_abs_diff"] <= 1e-4 and scores["top1_agree"] == scores["top5_agree"] == 1.0
+    info = backend.describe()
+    assert info["provider"] == "CPUExecutionProvider" == backend.provider
+    assert info["setup_s"] >= 0 and Path(info["onnx"]).is_file()
+
+
+def test_onnxruntime_fp16_needs_the_migraphx_provider(cifar):
+    with pytest.raises(BackendError, match="needs the MIGraphX execution provider"):
+        prepare_backend("onnxruntime", cifar, options=BackendOptions(precision="fp16"))
+
+
+def test_graph_optimisation_and_threads_reach_the_session_options():
+    so = backends.session_options(BackendOptions(intra_op_threads=3, inter_op_threads=1, graph_optimization="basic"))
+    assert so.intra_op_num_threads == 3 and so.inter_op_num_threads == 1
+    assert so.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+
+
+def test_torch_compile_option_runs_through_torch_compile(cifar):
+    # backend="eager" captures the graph with dynamo but skips inductor's C++ build: seconds, not minutes.
+    backend = prepare_backend("torch", cifar, options=BackendOptions(torch_compile="eager"))
+    batch = sample_batch(cifar, 2)
+    assert torch.allclose(backend.run(batch), predict_logits(cifar, batch))
+    assert "torch.compile eager" in backend.provider
+    assert backend._module is not cifar.model  # the cached model is wrapped, never modified
+
+
+def test_classify_through_a_backend_gives_the_eager_top5(cifar):
+    sources = [(name, path) for name, path in bundled_samples().items()]
+    backend = prepare_backend("onnxruntime", cifar)
+    via_ort = classify_sources(backend_model(cifar, backend), sources, k=5)
+    eager = classify_sources(cifar, sources, k=5)
+    assert [[p.index for p in r.top] for r in via_ort] == [[p.index for p in r.top] for r in eager]
+    assert backend_model(cifar, prepare_backend("torch", cifar)) is cifar  # eager needs no wrapper
+
+
+def test_agreement_counts_rows():
+    reference = torch.tensor([[0.0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0]])
+    other = reference.clone()
+    other[1] = torch.tensor([0.0, 4, 3, 2, 1, 5])  # row 1: new arg-max, and index 5 enters its top-5
+    scores = agreement(reference, other)
+    assert scores["top1_agree"] == 0.5 and scores["top5_agree"] == 0.5 and scores["max_abs_diff"] == 5.0
+
+
+# ------------------------------------------------------------------ MIGraphX adapter (fake module)
+
+
+def test_migraphx_compiles_with_the_batch_mapped_and_caches_an_mxr(fake_migraphx, cifar):
+    backend = prepare_backend("migraphx", cifar, batch_size=4, options=BackendOptions(target="cpu"))
+    export = backend.export
+    parse = dict(fake_migraphx.calls)["parse_onnx"]
+    assert parse == {"filename": export.path, "map_input_dims": {export.input_name: [4, 3, 32, 32]}}
+    assert ("get_target", "cpu") in fake_migraphx.calls
+    compile_args = dict(fake_migraphx.calls)["compile"]
+    assert compile_args["target"] == "cpu" and compile_args["offload_copy"] is True
+    assert not compile_args["exhaustive_tune"]
+    mxr = compiled_path(cifar, 4, BackendOptions(target="cpu"), "cpu")
+    assert mxr.is_file() and mxr.name == f"cifar_net-{cifar.fingerprint}-b4-fp32-cpu.mxr"
+    assert fake_migraphx.names() == ["parse_onnx", "get_target", "compile", "save"]
+
+
+def test_migraphx_run_pads_and_splits_to_the_compiled_batch(fake_migraphx, cifar):
+    backend = prepare_backend("migraphx", cifar, batch_size=4, options=BackendOptions(target="cpu"))
+    batch = sample_batch(cifar, 6)  # (6, 3, 32, 32): one full chunk of 4, one padded chunk of 2
+    logits = backend.run(batch)
+    runs = [args for name, args in fake_migraphx.calls if name == "run"]
+    assert runs == [{backend.export.input_name: (4, 3, 32, 32)}] * 2
+    assert logits.shape == (6, 10)
+    assert agreement(predict_logits(cifar, batch), logits)["max_abs_diff"] <= 1e-4
+
+
+def test_migraphx_second_start_loads_the_mxr_instead_of_compiling(fake_migraphx, cifar):
+    options = BackendOptions(target="cpu")
+    prepare_backend("migraphx", cifar, batch_size=2, options=options)
+    fake_migraphx.calls.clear()
+    again = prepare_backend("migraphx", cifar, batch_size=2, options=options)
+    assert fake_migraphx.names() == ["load"]
+    assert again.describe()["from_cache"] is True
+    assert again.run(sample_batch(cifar, 2)).shape == (2, 10)
+    prepare_backend("migraphx", cifar, batch_size=3, options=options)  # another batch: another program
+    assert "compile" in fake_migraphx.names()
+
+
+def test_migraphx_fp16_quantises_before_compiling(fake_migraphx, cifar):
+    backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="cpu", precision="fp16"))
+    names = fake_migraphx.names()
+    assert names.index("quantize_fp16") < names.index("compile")
+    assert backend.describe()["mxr"].endswith("-b1-fp16-cpu.mxr")
+    assert backend.provider == "migraphx:cpu fp16"
+
+
+def test_migraphx_int8_calibrates_on_preprocessed_photos(fake_migraphx, cifar):
+    prepare_backend("migraphx", cifar, batch_size=2, options=BackendOptions(target="cpu", precision="int8"))
+    quant = dict(fake_migraphx.calls)["quantize_int8"]
+    input_name = dict(fake_migraphx.calls)["parse_onnx"]["map_input_dims"]
+    assert quant["target"] == "cpu" and quant["calibration"] == [{name: (2, 3, 32, 32) for name in input_name}]
+
+
+def test_migraphx_exhaustive_tune_reaches_compile_and_the_cache_key(fake_migraphx, cifar):
+    backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="cpu", exhaustive_tune=True))
+    assert dict(fake_migraphx.calls)["compile"]["exhaustive_tune"] is True
+    assert backend.describe()["mxr"].endswith("-fp32-cpu-tuned.mxr")
+
+
+def test_migraphx_failure_is_one_line_and_leaves_no_mxr(fake_migraphx, cifar):
+    fake_migraphx.fail_compile = True
+    with pytest.raises(BackendError, match="MIGraphX failed: fake migraphx: compile failed"):
+        prepare_backend("migraphx", cifar, options=BackendOptions(target="cpu"))
+    assert not compiled_path(cifar, 1, BackendOptions(target="cpu"), "cpu").exists()
+
+
+def test_real_migraphx_matches_eager(cifar):
+    pytest.importorskip("migraphx", reason="MIGraphX is not installed here (it ships with ROCm)")
+    backend = MigraphxBackend(BackendOptions()).prepare(cifar, batch_size=2)
+    batch = sample_batch(cifar, 2)
+    assert agreement(predict_logits(cifar, batch), backend.run(batch))["max_abs_diff"] <= 1e-3

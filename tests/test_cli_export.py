@@ -1,0 +1,69 @@
+"""`export` and `bench` CLI commands: flags, JSON output and exit codes as the issue's contract says."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from dlguide_core.benchmark import ROW_KEYS
+from dlguide_core.cli import main
+from tests.compiled_helpers import write_cifar_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_cifar_checkpoint(tmp_path_factory.mktemp("cli") / "cifar.pt")
+
+
+def test_export_json_then_cached(checkpoint, tmp_path, capsys):
+    out = tmp_path / "model.onnx"
+    assert main(["export", "--weights", str(checkpoint), "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["path"] == str(out) and out.is_file() and data["cached"] is False
+    assert data["input_name"] == onnx.load(str(out)).graph.input[0].name
+    assert data["class_names"] == 10 and data["preset"]["crop"] == 32
+    assert main(["export", "--weights", str(checkpoint), "--out", str(tmp_path / "again.onnx")]) == 0
+    assert "from the cache" in capsys.readouterr().out
+
+
+def test_export_bad_checkpoint_is_a_usage_error(tmp_path, capsys):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"nope")
+    assert main(["export", "--weights", str(bad), "--out", str(tmp_path / "x.onnx")]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_export_imagenet_offline_exits_3(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty_torch_home"))
+    assert main(["export", "--weights", "imagenet", "--out", str(tmp_path / "x.onnx")]) == 3
+    assert "ImageNet weights" in capsys.readouterr().err
+
+
+def test_bench_json_rows_and_error_row_for_missing_backend(checkpoint, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "migraphx", None)
+    code = main(["bench", "--weights", str(checkpoint), "--backends", "torch,onnxruntime,migraphx",
+                 "--batch-sizes", "1,2", "--iters", "2", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 1  # some work failed: migraphx could not run
+    assert [(r["backend"], r["batch_size"]) for r in rows[:4]] == [("torch", 1), ("torch", 2),
+                                                                   ("onnxruntime", 1), ("onnxruntime", 2)]
+    assert all(list(r) == list(ROW_KEYS) for r in rows[:4])
+    assert rows[4]["backend"] == "migraphx" and "not installed" in rows[4]["error"]
+
+
+def test_bench_all_available_exits_0_with_a_table(checkpoint, capsys):
+    assert main(["bench", "--weights", str(checkpoint), "--backends", "onnxruntime", "--batch-sizes", "1",
+                 "--iters", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "CPUExecutionProvider" in out and "p50 ms" in out
+
+
+@pytest.mark.parametrize("flag,value", [("--backends", "torch,tvm"), ("--batch-sizes", "1,x"), ("--iters", "0")])
+def test_bench_bad_flags_exit_2(checkpoint, flag, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--weights", str(checkpoint), flag, value])
+    assert exc.value.code == 2

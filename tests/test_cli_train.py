@@ -1,0 +1,77 @@
+"""CLI contracts: `prepare`, `train`, `jobs` (flags, JSON keys, exit codes)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from dlguide_core.cli import main
+from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.jobs import JobStore
+from tests.test_datasets import tree, write_tiny_imagenet
+
+
+def cli_json(capsys, *argv: str):
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_prepare_json_is_idempotent_and_refuses_broken_layouts(tmp_path: Path, capsys) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    code, first = cli_json(capsys, "prepare", "tiny-imagenet", str(root), "--json")
+    assert code == 0 and (first["moved"], first["already_in_place"], first["classes"]) == (6, 0, 3)
+    code, second = cli_json(capsys, "prepare", "tiny-imagenet", str(root), "--json")
+    assert code == 0 and (second["moved"], second["already_in_place"]) == (0, 6)
+    broken = write_tiny_imagenet(tmp_path / "broken")
+    (broken / "val" / "images" / "val_0.JPEG").unlink()
+    before = tree(broken)
+    assert main(["prepare", "tiny-imagenet", str(broken)]) == 1
+    assert "nothing was moved" in capsys.readouterr().err and tree(broken) == before
+
+
+def test_train_foreground_then_jobs_show_list_and_export(tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=4, val_per_class=1)
+    code, result = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "2",
+                            "--workers", "0", "--device", "cpu", "--seed", "3", "--json")
+    assert code == 0 and result["status"] == "succeeded" and Path(result["checkpoint"]).is_file()
+    code, shown = cli_json(capsys, "jobs", "show", result["job_id"], "--json")
+    for key in ("id", "status", "recipe", "pid", "config", "error", "checkpoint", "last_step", "epochs"):
+        assert key in shown, key
+    assert set(shown["last_step"]) >= {"step", "epoch", "loss", "lr", "images_per_s", "time"}
+    assert shown["last_step"]["step"] == 4 and shown["config"]["seed"] == 3
+    assert [{k: e[k] for k in ("epoch",)} for e in shown["epochs"]] == [{"epoch": 0}, {"epoch": 1}]
+    assert set(shown["epochs"][0]) >= {"epoch", "train_loss", "val_loss", "top1", "top5"}
+    code, listed = cli_json(capsys, "jobs", "list", "--json")
+    assert [j["id"] for j in listed] == [result["job_id"]]
+    assert main(["jobs", "export", result["job_id"], "--csv"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 5  # header + 4 steps
+    assert main(["classify", "dlguide_core/samples/chelsea.jpg", "--weights", result["checkpoint"]]) == 0
+
+
+def test_train_refuses_bad_settings_with_exit_code_2(tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1)
+    assert main(["train", "--recipe", "inception_v3", "--data", str(data), "--image-size", "32"]) == 2
+    assert "at least 75" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--recipe", "resnet", "--data", str(data)])
+    assert exc.value.code == 2
+
+
+@pytest.mark.slow
+def test_train_detach_json_returns_at_once_and_the_job_runs(tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=4, val_per_class=1)
+    started = time.monotonic()
+    code, out = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "1",
+                         "--workers", "0", "--detach", "--json")
+    assert code == 0 and list(out) == ["job_id"] and time.monotonic() - started < 10
+    store = JobStore()
+    deadline = time.monotonic() + 120
+    while store.get(out["job_id"]).status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert store.get(out["job_id"]).status == "succeeded"
+    assert main(["jobs", "resume", out["job_id"]]) == 1  # a finished job cannot be resumed
+    assert "only cancelled, interrupted, failed" in capsys.readouterr().err

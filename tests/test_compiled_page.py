@@ -1,0 +1,90 @@
+"""AppTest of the Compiled inference page (and the Backend selector it adds to Classify)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dlguide_core import benchmark
+from dlguide_core.models import load_model
+from tests.apptest import open_app
+from tests.compiled_helpers import exported_cifar, seed_export_cache, write_cifar_checkpoint
+
+
+@pytest.fixture(scope="module")
+def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return exported_cifar(tmp_path_factory.mktemp("page"))
+
+
+@pytest.fixture
+def job_checkpoint(cifar_files, isolated_home: Path, tmp_path: Path, monkeypatch) -> str:
+    """A job's checkpoint under DLGUIDE_HOME/jobs (so the app lists it), its ONNX export already cached."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "no_torch_home"))  # ImageNet weights absent, as here
+    path = write_cifar_checkpoint(isolated_home / "jobs" / "job1" / "model.pt")
+    seed_export_cache(load_model(str(path), device="cpu"), cifar_files[1])
+    return str(path)
+
+
+def _table(at: AppTest, column: str):
+    """The first table with `column` (AppTest does not expose st.dataframe keys)."""
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def _page(page: str = "pages/compiled.py") -> AppTest:
+    return open_app(page)
+
+
+def test_missing_imagenet_weights_ask_before_downloading(job_checkpoint):
+    at = _page()
+    assert not at.exception
+    assert any("not cached" in w.value for w in at.warning)
+    assert at.button(key="compiled_download_weights")
+    assert not at.dataframe  # stopped before any backend work
+
+
+def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch):
+    calls = []
+    real = benchmark.run_benchmark
+    monkeypatch.setattr(benchmark, "run_benchmark", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    status = _table(at, "why")
+    assert list(status["backend"]) == ["PyTorch (eager)", "ONNX Runtime", "MIGraphX"]
+    assert "not installed" in status.loc[status["backend"] == "MIGraphX", "why"].item()
+
+    at.selectbox(key="compiled_backend").set_value("onnxruntime").run()
+    at.button(key="compiled_prepare").click().run()
+    assert not at.exception and not at.error
+    assert "ready on **CPUExecutionProvider**" in at.success[0].value
+
+    at.selectbox(key="compiled_sample").set_value("chelsea").run()
+    top = _table(at, "probability")
+    assert len(top) == 5 and set(top["label"]) <= {"plane", "car", "bird", "cat", "deer", "dog", "frog", "horse",
+                                                   "ship", "truck"}
+
+    at.multiselect(key="compiled_bench_backends").set_value(["torch", "onnxruntime"])
+    at.multiselect(key="compiled_bench_sizes").set_value([1])
+    at.slider(key="compiled_bench_iters").set_value(1)
+    at.button(key="compiled_bench_run").click().run()
+    table = _table(at, "p50_ms")
+    assert list(table["backend"]) == ["torch", "onnxruntime"] and (table["p50_ms"] > 0).all()
+    assert len(at.get("plotly_chart")) >= 2 and len(calls) == 1
+
+    at.switch_page("pages/devices.py").run()
+    at.switch_page("pages/compiled.py").run()  # revisit: results shown again, nothing recomputed
+    assert len(calls) == 1
+    assert _table(at, "p50_ms")["backend"].tolist() == ["torch", "onnxruntime"]
+
+
+def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoint):
+    at = _page("pages/classify.py")
+    at.selectbox(key="classify_weights").set_value(job_checkpoint).run()
+    assert at.selectbox(key="classify_backend").options == ["PyTorch (eager)", "ONNX Runtime"]
+    assert at.selectbox(key="classify_backend").value == "torch"  # PyTorch stays the default
+    at.selectbox(key="classify_sample").set_value("chelsea").run()
+    eager = _table(at, "probability")["index"].tolist()
+    at.selectbox(key="classify_backend").set_value("onnxruntime").run()
+    assert not at.exception and not at.error
+    assert _table(at, "probability")["index"].tolist() == eager

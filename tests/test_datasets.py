@@ -1,0 +1,114 @@
+"""datasets: the tiny-imagenet val preparation (idempotent, resumable, refuses broken layouts), loading."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from dlguide_core import datasets
+from dlguide_core.datasets import DatasetError, detect, load_data, prepare_tiny_imagenet
+
+SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
+WNIDS = ("n01443537", "n02124075", "n07749582")
+
+
+def write_tiny_imagenet(root: Path, per_class: int = 3, val_per_class: int = 2, size: int = 16) -> Path:
+    """The zip's layout: train/<wnid>/images/*.JPEG + boxes, val/images + val_annotations.txt."""
+    lines = []
+    for c, wnid in enumerate(WNIDS):
+        images = root / "train" / wnid / "images"
+        images.mkdir(parents=True)
+        (root / "train" / wnid / f"{wnid}_boxes.txt").write_text("")
+        for i in range(per_class):
+            Image.new("RGB", (size, size), (80 * c, 40, 200 - 60 * c)).save(images / f"{wnid}_{i}.JPEG")
+        for i in range(val_per_class):
+            name = f"val_{c * val_per_class + i}.JPEG"
+            (root / "val" / "images").mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (size, size), (80 * c, 40, 200 - 60 * c)).save(root / "val" / "images" / name)
+            lines.append(f"{name}\t{wnid}\t0\t0\t{size}\t{size}")
+    (root / "val" / "val_annotations.txt").write_text("\n".join(lines) + "\n")
+    (root / "wnids.txt").write_text("\n".join(WNIDS) + "\n")
+    return root
+
+
+def tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_prepare_moves_val_into_class_folders_and_is_idempotent(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    assert detect(root).kind == "tiny-imagenet-unprepared"
+    report = prepare_tiny_imagenet(root)
+    assert (report.moved, report.already_in_place, report.classes) == (6, 0, 3)
+    assert not (root / "val" / "images").exists()
+    assert sorted(p.name for p in (root / "val" / WNIDS[1] / "images").iterdir()) == ["val_2.JPEG", "val_3.JPEG"]
+    before = tree(root)
+    again = prepare_tiny_imagenet(root)
+    assert (again.moved, again.already_in_place) == (0, 6) and tree(root) == before
+    assert detect(root).kind == "imagefolder"
+
+
+def test_prepare_resumes_after_an_interruption(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    dest = root / "val" / WNIDS[0] / "images"
+    dest.mkdir(parents=True)
+    shutil.move(root / "val" / "images" / "val_0.JPEG", dest / "val_0.JPEG")  # as if killed after one move
+    report = prepare_tiny_imagenet(root)
+    assert (report.moved, report.already_in_place) == (5, 1)
+
+
+@pytest.mark.parametrize("breakage", ["missing_file", "unannotated_file", "both_places"])
+def test_prepare_refuses_an_inconsistent_layout_without_moving_anything(tmp_path: Path, breakage: str) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    pending = root / "val" / "images"
+    if breakage == "missing_file":
+        (pending / "val_3.JPEG").unlink()
+    elif breakage == "unannotated_file":
+        shutil.copy(pending / "val_0.JPEG", pending / "stray.JPEG")
+    else:
+        (root / "val" / WNIDS[0] / "images").mkdir(parents=True)
+        shutil.copy(pending / "val_0.JPEG", root / "val" / WNIDS[0] / "images" / "val_0.JPEG")
+    before = tree(root)
+    with pytest.raises(DatasetError, match="nothing was moved"):
+        prepare_tiny_imagenet(root)
+    assert tree(root) == before
+
+
+def test_load_data_needs_preparation_then_uses_the_train_classes(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    with pytest.raises(DatasetError, match="prepare tiny-imagenet"):
+        load_data("inception_v3", root, 75)
+    prepare_tiny_imagenet(root)
+    bundle = load_data("inception_v3", root, 75)
+    assert bundle.class_names == WNIDS and len(bundle.train) == 9 and len(bundle.val) == 6
+    image, label = bundle.train[0]
+    assert tuple(image.shape) == (3, 75, 75) and label == 0
+    assert tuple(bundle.val[5][0].shape) == (3, 75, 75) and bundle.val[5][1] == 2
+    assert bundle.eval_preset.resize == 86 and bundle.eval_preset.crop == 75  # 342/299 of the crop
+
+
+def test_find_datasets_and_toy_data(tmp_path: Path) -> None:
+    datasets.write_toy_dataset(tmp_path / "root" / "toy", classes=2, per_class=3, val_per_class=1)
+    (tmp_path / "root" / "not-a-dataset").mkdir()
+    (found,) = datasets.find_datasets([tmp_path / "root"])
+    assert found.path.name == "toy" and found.train_counts == {"class_0": 3, "class_1": 3} and found.val_count == 2
+    assert [len(v) for v in datasets.sample_paths(found, per_class=2).values()] == [2, 2]
+
+
+def test_downloads_fail_offline_with_a_clear_message(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="tiny-imagenet-200 could not be downloaded.*copy it to"):
+        datasets.fetch_tiny_imagenet(tmp_path)
+    with pytest.raises(DatasetError, match="CIFAR-10 could not be downloaded"):
+        datasets.fetch_cifar10(tmp_path)
+
+
+@pytest.mark.skipif(not SHARED_TINY.is_dir(), reason="../shared/data/tiny-imagenet-10 is not here (fresh clone)")
+def test_prepare_the_real_tiny_imagenet_cut(tmp_path: Path) -> None:
+    root = Path(shutil.copytree(SHARED_TINY, tmp_path / "tin"))
+    report = prepare_tiny_imagenet(root)
+    assert (report.moved, report.classes) == (500, 10)
+    info = detect(root)
+    assert info.kind == "imagefolder" and info.val_count == 500 and info.train_count == 1000

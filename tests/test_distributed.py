@@ -1,0 +1,306 @@
+"""distributed: DDP averages gradients right, only one rank reports, launch commands are exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from dlguide_core import distributed as D
+from dlguide_core.checkpoints import load_checkpoint
+from dlguide_core.datasets import load_data, write_toy_dataset
+from dlguide_core.jobs import JobStore
+from dlguide_core.models import load_model
+from dlguide_core.sinks import RecordingSink
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ------------------------------------------------------------------ pure helpers
+
+
+def test_env_is_read_from_torchrun_variables() -> None:
+    env = D.DistEnv.from_env({"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+                              "TORCHELASTIC_RESTART_COUNT": "1", "TORCHELASTIC_MAX_RESTARTS": "3",
+                              "TORCHELASTIC_RUN_ID": "x"})
+    assert (env.rank, env.local_rank, env.world_size, env.local_world_size) == (3, 1, 4, 2)
+    assert env.enabled and env.under_torchrun and env.restarts_left == 2 and not env.is_writer
+    alone = D.DistEnv.from_env({})
+    assert not alone.enabled and not alone.under_torchrun and alone.is_writer
+
+
+def test_backend_and_device_per_local_rank() -> None:
+    assert D.backend_for(torch.device("cpu")) == "gloo"
+    assert D.backend_for(torch.device("cuda", 1)) == "nccl"  # RCCL on ROCm builds, under the same name
+    env = D.DistEnv(rank=1, local_rank=1, world_size=2, local_world_size=2)
+    assert D.device_for("cpu", env) == torch.device("cpu")
+    if not torch.cuda.is_available():
+        assert D.device_for("auto", env) == torch.device("cpu")
+        with pytest.raises(D.DistributedError, match="no GPU"):
+            D.device_for("cuda", env)
+
+
+def test_sharded_sampler_splits_each_epoch_and_skips_on_resume() -> None:
+    data = TensorDataset(torch.arange(10))
+    shards = [D.ShardedEpochSampler(data, 3, r, seed=5) for r in range(3)]
+    for s in shards:
+        s.set_position(2, 0)
+    seen = [list(s) for s in shards]
+    assert all(len(x) == len(s) == 4 for x, s in zip(seen, shards))  # padded to equal shards
+    assert set(sum(seen, [])) == set(range(10))
+    one = D.ShardedEpochSampler(data, 1, 0, seed=5)
+    one.set_position(2, 0)
+    assert [seen[i % 3][i // 3] for i in range(10)] == list(one)  # rank r takes every 3rd of one permutation
+    shards[1].set_position(2, 3)
+    assert list(shards[1]) == seen[1][3:] and len(shards[1]) == 1
+    shards[1].set_position(3, 0)
+    assert list(shards[1]) != seen[1]  # set_epoch reshuffles
+    val = [list(D.ShardSampler(10, 3, r)) for r in range(3)]
+    assert sorted(sum(val, [])) == list(range(10))  # no padding: the whole val set exactly once
+
+
+def test_steps_lr_and_batch_arithmetic() -> None:
+    assert D.steps_per_epoch(100, 8, 1) == 13 and D.steps_per_epoch(100, 8, 2) == 7
+    assert D.scaled_lr(0.1, 8, False) == 0.1 and D.scaled_lr(0.1, 8, True) == pytest.approx(0.8)
+    assert D.global_batch(32, 8) == 256
+
+
+def test_launch_commands_single_and_multi_node() -> None:
+    local = D.LaunchSpec(nproc_per_node=2, max_restarts=1)
+    cmd = D.torchrun_command(local, "job-1")
+    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.job_runner",
+                                                                                       "job-1"]
+    assert "--standalone" in cmd and cmd[cmd.index("--nproc-per-node") + 1] == "2"
+    assert cmd[cmd.index("--max-restarts") + 1] == "1"
+    multi = D.LaunchSpec(nproc_per_node=8, nnodes=2, rdzv_endpoint="node0:29400")
+    cmd = D.torchrun_command(multi, "job-1")
+    assert "--standalone" not in cmd and cmd[cmd.index("--rdzv-endpoint") + 1] == "node0:29400"
+    assert cmd[cmd.index("--rdzv-backend") + 1] == "c10d" and cmd[cmd.index("--nnodes") + 1] == "2"
+    assert D.torchrun_command(D.LaunchSpec(2, 2, 1, "node0:29400"), data="/d")[-2:] == ["--join", "/d"]
+    assert D.join_commands(multi, "inception_v3", "/data/tiny") == [
+        "python -m dlguide_core train --recipe inception_v3 --data /data/tiny --nproc-per-node 8 --nnodes 2 "
+        "--node-rank 1 --rdzv-endpoint node0:29400"]
+    assert not D.LaunchSpec().uses_torchrun and D.LaunchSpec(max_restarts=2).uses_torchrun
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"nnodes": 2}, "rdzv-endpoint"), ({"nnodes": 2, "rdzv_endpoint": "node0"}, "HOST:PORT"),
+    ({"nproc_per_node": 0}, "at least 1"), ({"nnodes": 2, "node_rank": 2, "rdzv_endpoint": "h:1"}, "node-rank"),
+    ({"max_restarts": -1}, "negative")])
+def test_launch_spec_refuses_what_cannot_work(fields: dict, message: str) -> None:
+    with pytest.raises(D.DistributedError, match=message):
+        D.LaunchSpec(**fields)
+
+
+def test_rank_zero_sink_alone_passes_everything_through() -> None:
+    inner = RecordingSink(stop_after=2)
+    sink = D.RankZeroSink(inner, D.DistEnv())
+    sink.on_start(total_steps=3, epochs=1, class_names=("a",))
+    sink.on_step(1, 0, 2.0, 0.1, 10.0)
+    assert not sink.should_stop()
+    sink.on_step(2, 0, 1.0, 0.1, 10.0)
+    assert sink.should_stop() and [s["loss"] for s in inner.steps] == [2.0, 1.0]
+    assert inner.steps[0]["world_size"] == 1 and inner.plan["total_steps"] == 3
+
+
+def test_a_writer_rank_that_is_not_this_one_stays_silent() -> None:
+    inner = RecordingSink()
+    sink = D.RankZeroSink(inner, D.DistEnv(writer_rank=1))
+    sink.on_start(total_steps=3, epochs=1)
+    sink.on_epoch(0, {"top1": 1.0})
+    sink.on_checkpoint(Path("x"), step=1)
+    assert inner.plan == {} and inner.epochs == [] and inner.checkpoints == []
+
+
+# ------------------------------------------------------------------ real process groups (Gloo on the CPU)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _toy_worker(rank: int, world: int, batch: int, port: int, out: str) -> None:
+    """A deterministic toy run through the real DDP pieces; the writer saves what it recorded."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    torch.set_num_threads(1)
+    env, device = D.DistEnv.from_env(), torch.device("cpu")
+    if env.enabled:
+        D.init_process_group(env, device, timeout_s=60)
+    generator = torch.Generator().manual_seed(1)
+    data = TensorDataset(torch.randn(48, 8, generator=generator), torch.randint(0, 3, (48,), generator=generator))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    if env.enabled:
+        model = D.wrap_ddp(model, device)
+    sampler = D.ShardedEpochSampler(data, world, rank, seed=0)
+    sampler.set_position(0, 0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    sink = D.RankZeroSink(RecordingSink(), env)
+    for step, (x, y) in enumerate(DataLoader(data, batch_size=batch, sampler=sampler), start=1):
+        loss = nn.functional.cross_entropy(model(x), y)  # mean over this rank's batch
+        optimizer.zero_grad()
+        loss.backward()  # DDP averages the gradients over ranks here
+        optimizer.step()
+        sink.on_step(step, 0, loss.item(), 0.5, 100.0)
+    with torch.no_grad():  # val over disjoint shards, all-reduced: must equal the whole set
+        shard = D.ShardSampler(len(data), world, rank).indices
+        hits = (model(data.tensors[0][shard]).argmax(1) == data.tensors[1][shard]).sum()
+        totals = D.all_reduce_sum(torch.tensor([float(hits), float(len(shard))]))
+    if env.is_writer:
+        steps = sink.inner.steps
+        Path(out).write_text(json.dumps({"losses": [s["loss"] for s in steps],
+                                         "ips": [s["images_per_s"] for s in steps], "val": totals.tolist()}))
+    D.destroy_process_group()
+
+
+def _toy_run(tmp_path: Path, world: int, batch: int) -> dict:
+    out = tmp_path / f"toy-{world}.json"
+    if world == 1:
+        _toy_worker(0, 1, batch, 0, str(out))
+    else:
+        mp.spawn(_toy_worker, args=(world, batch, _free_port(), str(out)), nprocs=world, join=True)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_two_processes_of_batch_b_match_one_process_of_batch_2b(tmp_path: Path) -> None:
+    one = _toy_run(tmp_path, world=1, batch=8)
+    two = _toy_run(tmp_path, world=2, batch=4)
+    assert len(one["losses"]) == len(two["losses"]) == 6
+    assert two["losses"] == pytest.approx(one["losses"], abs=1e-4)  # gradients averaged, not summed
+    assert one["losses"][-1] < one["losses"][0]  # it trains, so a wrong average would show
+    assert two["ips"] == [200.0] * 6  # images/s summed over ranks
+    assert two["val"] == pytest.approx(one["val"]) and two["val"][1] == 48  # the whole val set, not one shard
+
+
+# ------------------------------------------------------------------ through the CLI and torchrun (Gloo, CPU)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlguide_core", "train", "--recipe", "cifar_net", "--device", "cpu",
+                           "--workers", "0", *args], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def _wait(predicate, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _job_processes(store: JobStore, job_id: str) -> tuple[psutil.Process, list[psutil.Process]]:
+    agent = psutil.Process(store.get(job_id).pid)
+    assert "torch.distributed.run" in agent.cmdline()
+    workers = _wait(lambda: len(agent.children()) == 2 and agent.children(), 60, "two workers")
+    return agent, workers
+
+
+def _rank(proc: psutil.Process) -> str | None:
+    return proc.environ().get("RANK")
+
+
+def _left_alive(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    end = time.monotonic() + timeout
+    alive = procs
+    while alive and time.monotonic() < end:
+        alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.2)
+    return alive
+
+
+@pytest.fixture
+def toy_data(tmp_path: Path) -> Path:
+    return write_toy_dataset(tmp_path / "toy", classes=2, per_class=8, val_per_class=3)
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_through_the_cli_make_one_job(toy_data: Path) -> None:
+    out = _cli("--data", str(toy_data), "--epochs", "2", "--nproc-per-node", "2", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    store = JobStore()
+    job = store.get(result["job_id"])
+    assert job.status == result["status"] == "succeeded" and job.config["nproc_per_node"] == 2
+    assert job.total_steps == 4 and store.steps(job.id)["step"] == [1, 2, 3, 4]  # 16 images / (2 x batch 4)
+    assert [e["epoch"] for e in store.epochs(job.id)] == [0, 1]
+    assert [p.name for p in job.job_dir.iterdir() if ".pt" in p.name] == ["checkpoint.pt"]  # one, by one rank
+    saved = load_checkpoint(job.checkpoint)
+    assert saved["step"] == 4 and saved["config"]["nproc_per_node"] == 2
+    # The recorded val metrics are those of the whole val set (6 images), not of one rank's shard.
+    model, val = load_model(job.checkpoint).model, load_data("cifar_net", str(toy_data), 32).val
+    images = torch.stack([val[i][0] for i in range(len(val))])  # (6, 3, 32, 32)
+    targets = torch.tensor([val[i][1] for i in range(len(val))])
+    with torch.no_grad():
+        logits = model(images)
+    last = store.epochs(job.id)[-1]
+    assert last["val_loss"] == pytest.approx(float(nn.functional.cross_entropy(logits, targets)), rel=1e-4)
+    assert last["top1"] == pytest.approx(100.0 * float((logits.argmax(1) == targets).float().mean()))
+
+
+@pytest.mark.slow
+def test_killing_one_rank_interrupts_the_job_and_leaves_no_process(toy_data: Path) -> None:
+    out = _cli("--data", str(toy_data), "--epochs", "5000", "--nproc-per-node", "2", "--detach", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
+    agent, workers = _job_processes(store, job_id)
+    _wait(lambda: store.last_step(job_id), 60, "the first step")
+    next(p for p in workers if _rank(p) == "1").kill()
+    job = _wait(lambda: (j := store.get(job_id)).status != "running" and j, 15, "the job to leave running")
+    assert job.status == "interrupted" and "rank" in job.error
+    assert _left_alive([agent, *workers], 30) == []
+
+
+@pytest.mark.slow
+def test_a_dead_rank_within_max_restarts_resumes_from_the_checkpoint(toy_data: Path) -> None:
+    out = _cli("--data", str(toy_data), "--epochs", "25", "--nproc-per-node", "2", "--max-restarts", "1",
+               "--detach", "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
+    agent, workers = _job_processes(store, job_id)
+    _wait(lambda: (store.get(job_id).checkpoint_step or 0) >= 4, 60, "a checkpoint")
+    next(p for p in workers if _rank(p) == "1").kill()
+    job = _wait(lambda: (j := store.get(job_id)).status not in ("running", "interrupted") and j, 90, "the end")
+    assert job.status == "succeeded" and job.attempts == 2, job.error
+    assert store.steps(job_id)["step"] == list(range(1, 51))  # one curve: redone steps replace, none missing
+    assert "resuming from its checkpoint" in job.log_path.read_text()
+    assert _left_alive([agent, *workers], 30) == []
+
+
+# ------------------------------------------------------------------ the Train page
+
+
+def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path: Path, monkeypatch) -> None:
+    from tests.apptest import open_app
+
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    devices = at.number_input(key="train_cifar_net_nproc")
+    assert devices.max == D.device_options()[0] >= 2 and devices.value == 1
+    devices.set_value(2).run()
+    at.toggle(key="train_cifar_net_multinode").set_value(True).run()
+    assert any("HOST:PORT" in w.value for w in at.warning)  # no endpoint yet: says what is missing
+    at.text_input(key="train_cifar_net_rdzv").input("node0.example:29400").run()
+    assert not at.exception, at.exception
+    assert [c.value for c in at.code] == [
+        f"python -m dlguide_core train --recipe cifar_net --data {tmp_path / 'roots' / 'toy'} --nproc-per-node 2 "
+        "--nnodes 2 --node-rank 1 --rdzv-endpoint node0.example:29400"]
+    assert any("global batch is batch size × 2" in c.value for c in at.caption)

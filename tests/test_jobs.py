@@ -1,0 +1,168 @@
+"""jobs: the SQLite store, the queue, and real detached job processes (cancel, kill -9, resume, failure)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pytest
+
+from dlguide_core import jobs, recipes
+from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.job_runner import run_job
+from dlguide_core.jobs import JobError, JobStore, StoreSink
+from dlguide_core.models import job_checkpoints
+from dlguide_core.recipes import Recipe, RunResult, get_recipe
+
+FINAL = ("succeeded", "failed", "cancelled", "interrupted")
+
+
+def wait_for(predicate, timeout: float = 120.0, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting")
+
+
+def toy_config(tmp_path: Path, **fields):
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=10, val_per_class=2)
+    return get_recipe("cifar_net").make_config(data=str(data), workers=0, device="cpu", lr=0.01, **fields)
+
+
+def test_store_is_wal_and_round_trips_a_job(tmp_path: Path) -> None:
+    store = JobStore()
+    assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    job = store.create("cifar_net", "pytorch", {"epochs": 1})
+    assert job.status == "queued" and job.config == {"epochs": 1} and job.job_dir.is_dir()
+    store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 10.0, time.time(), None) for s in (1, 2, 3)])
+    store.add_epoch(job.id, 0, {"train_loss": 0.5, "val_loss": 0.4, "top1": 50.0, "top5": 100.0, "per_class": {}})
+    assert store.last_step(job.id)["step"] == 3
+    assert store.epochs(job.id)[0]["top1"] == 50.0 and store.epochs(job.id)[0]["per_class"] == {}
+    header = "step,epoch,loss,lr,images_per_s,time,train_loss,val_loss,top1,top5"
+    assert store.export_csv(job.id).splitlines()[0] == header
+    with pytest.raises(JobError, match="no job"):
+        store.get("nope")
+
+
+def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> None:
+    store = JobStore()
+    a, b = (store.create("cifar_net", "pytorch", {}) for _ in range(2))
+    claimed = store.claim_next(1)
+    assert claimed.id == a.id and claimed.status == "running" and claimed.slot == 0
+    assert store.claim_next(1) is None  # one at a time on a CPU-only machine
+    assert store.request_cancel(b.id).status == "cancelled"
+    monkeypatch.setenv("DLGUIDE_MAX_JOBS", "3")
+    assert jobs.max_concurrent() == 3
+
+
+def test_a_dead_process_is_marked_interrupted_with_its_reason() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    store.claim_next(1)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    store.set_pid(job.id, proc.pid)
+    assert store.get(job.id).status == "running"
+    os.kill(proc.pid, signal.SIGKILL)
+    wait_for(lambda: store.get(job.id).status == "interrupted", timeout=10)
+    assert "killed by SIGKILL" in store.get(job.id).error
+    proc.wait()
+
+
+def test_store_sink_makes_steps_readable_by_another_connection_within_a_second() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    sink = StoreSink(store.path, job.id, flush_s=0.1)
+    try:
+        sink.on_step(1, 0, 2.0, 0.1, 100.0)
+        reader = JobStore(store.path)
+        wait_for(lambda: reader.last_step(job.id), timeout=1.0, every=0.02)
+        with store._tx() as db:  # as `jobs cancel` would, for a running job
+            db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job.id,))
+        wait_for(sink.should_stop, timeout=2.0, every=0.02)
+        assert sink.stop_reason == "cancel"
+    finally:
+        sink.close()
+
+
+@dataclass(frozen=True)
+class BoomConfig:
+    epochs: int = 1
+
+
+def explode(cfg, ctx) -> RunResult:
+    ctx.sink.on_step(1, 0, 1.0, 0.1, 1.0)
+    raise RuntimeError("boom at step 1")
+
+
+def test_a_job_that_raises_is_failed_with_its_message(monkeypatch) -> None:
+    monkeypatch.setattr(recipes, "_REGISTRY", dict(recipes._REGISTRY))
+    recipes.register(Recipe("boom", "pytorch", BoomConfig, f"{__name__}:explode", "test only"))
+    store = JobStore()
+    job = store.create("boom", "pytorch", asdict(BoomConfig()))
+    store.claim(job.id, os.getpid())
+    assert run_job(store, job.id) == "failed"
+    done = store.get(job.id)
+    assert done.status == "failed" and done.error == "RuntimeError: boom at step 1"
+    assert store.last_step(job.id)["step"] == 1  # what it streamed before failing is kept
+
+
+@pytest.mark.slow
+def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishes(tmp_path: Path) -> None:
+    store = JobStore()
+    job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=200))
+    assert job.status == "running" and job.pid
+    wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) >= 3)  # readable while it runs
+    assert store.get(job.id).status == "running"
+    store.request_cancel(job.id)
+    cancelled = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j)
+    assert cancelled.status == "cancelled" and Path(cancelled.checkpoint).is_file()
+    assert cancelled.checkpoint_step == store.last_step(job.id)["step"]
+    with pytest.raises(JobError, match="only queued or running"):
+        store.request_cancel(job.id)
+    assert jobs.resume(store, job.id).status in ("queued", "running")
+    store.request_cancel(job.id)  # keep the test short: stop the resumed run again
+    again = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j)
+    assert again.status == "cancelled" and again.checkpoint_step >= cancelled.checkpoint_step
+    assert again.attempts == 2
+
+
+@pytest.mark.slow
+def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: Path) -> None:
+    store = JobStore()
+    job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=12))
+    running = wait_for(lambda: (j := store.get(job.id)).checkpoint_step and j)  # after epoch 0's checkpoint
+    os.kill(running.pid, signal.SIGKILL)
+    killed_at = time.time()
+    dead = wait_for(lambda: (j := store.get(job.id)).status == "interrupted" and j, timeout=15)
+    assert "ended without finishing" in dead.error
+    kept = dead.checkpoint_step
+    jobs.resume(store, job.id)
+    done = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j, timeout=180)
+    assert done.status == "succeeded", done.error
+    steps = store.steps(job.id)
+    assert steps["step"] == list(range(1, 12 * 5 + 1))  # no gap, no restart from 1
+    before = [t for s, t in zip(steps["step"], steps["time"]) if s <= kept]
+    after = [t for s, t in zip(steps["step"], steps["time"]) if s > kept]
+    assert max(before) < killed_at < min(after)  # steps up to the checkpoint kept, the rest continued
+    assert [e["epoch"] for e in store.epochs(job.id)] == list(range(12))
+    assert Path(done.checkpoint) in job_checkpoints()  # the Classify page lists it
+
+
+def test_foreground_claim_refuses_a_job_that_is_not_queued() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    store.claim(job.id, os.getpid())
+    with pytest.raises(JobError, match="not queued"):
+        store.claim(job.id, os.getpid())
+    threading.Thread(target=store.refresh).start()  # the store is shared across threads safely
+    with pytest.raises(JobError, match="cancel it before deleting"):
+        store.delete(job.id)

@@ -1,0 +1,90 @@
+"""Booth core: idle timing, attract rotation, timed predictions and the backend choice."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import torch
+from PIL import Image
+
+from dlguide_core import kiosk
+from dlguide_core.classify import classify_images, predict_logits
+from dlguide_core.errors import DlguideError
+from dlguide_core.models import LoadedModel, build_model, drop_aux_head
+from dlguide_core.presets import EvalPreset
+from dlguide_core.samples import bundled_samples
+
+
+@pytest.fixture(scope="module")
+def small() -> LoadedModel:
+    torch.manual_seed(0)
+    model = drop_aux_head(build_model("inception_v3", num_classes=6)).eval()
+    names = tuple(f"class {i}" for i in range(6))
+    return LoadedModel(model, "inception_v3", {"num_classes": 6}, names, EvalPreset(resize=160, crop=160), "test",
+                       False, "t", "small-test")
+
+
+def eager(loaded: LoadedModel) -> kiosk.Runner:
+    return kiosk.Runner("eager", "CPU", lambda batch: predict_logits(loaded, batch))
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, 60.0), ("5", 5.0), ("0.5", 0.5), ("0", 60.0), ("-3", 60.0),
+                                               ("soon", 60.0)])
+def test_idle_seconds_from_env(monkeypatch: pytest.MonkeyPatch, raw: str | None, expected: float) -> None:
+    if raw is None:
+        monkeypatch.delenv("DLGUIDE_KIOSK_IDLE_S", raising=False)
+    else:
+        monkeypatch.setenv("DLGUIDE_KIOSK_IDLE_S", raw)
+    assert kiosk.idle_seconds() == expected
+
+
+def test_idle_countdown() -> None:
+    assert kiosk.seconds_left(100.0, 110.0, 60.0) == 50.0
+    assert not kiosk.is_idle(100.0, 159.9, 60.0)
+    assert kiosk.is_idle(100.0, 160.0, 60.0)
+    assert kiosk.seconds_left(100.0, 500.0, 60.0) == 0.0
+
+
+def test_attract_rotation() -> None:
+    shown = [kiosk.attract_index(t, 3, period_s=5.0) for t in (0.0, 4.9, 5.0, 10.0, 15.0, 20.0)]
+    assert shown == [0, 0, 1, 2, 0, 1]
+    assert kiosk.attract_index(123.0, 0) == 0
+
+
+def test_predict_timed_matches_classify(small: LoadedModel) -> None:
+    image = Image.new("RGB", (200, 180), (30, 140, 220))
+    result = kiosk.predict_timed(small, eager(small), image, k=5)
+    assert [p.index for p in result.top] == [p.index for p in classify_images(small, [image], k=5)[0]]
+    assert result.latency_ms > 0 and result.backend == "eager" and result.device == "CPU"
+
+
+def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel) -> None:
+    runner = kiosk.Runner("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
+    image = Image.new("RGB", (160, 160), (200, 20, 20))
+    start = time.perf_counter()
+    runner.lock.acquire()
+    threading.Timer(1.5, runner.lock.release).start()  # another visitor's forward holds the model for 1.5 s
+    queued = kiosk.predict_timed(small, runner, image)
+    assert time.perf_counter() - start >= 1.4
+    assert queued.latency_ms < 1000  # the wait is not this prediction's latency
+
+
+def test_attract_items_cover_the_bundled_samples(small: LoadedModel) -> None:
+    items = kiosk.attract_items(small, eager(small), k=3)
+    assert [i.name for i in items] == list(bundled_samples())
+    assert all(len(i.top) == 3 and i.image.mode == "RGB" for i in items)
+
+
+def test_backend_choice(monkeypatch: pytest.MonkeyPatch, small: LoadedModel) -> None:
+    monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
+    assert kiosk.backend_choice() == "auto"
+    monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "torch")
+    runner = kiosk.fastest_runner(small)
+    assert runner.backend.startswith("PyTorch") and runner.device.startswith("CPU")
+    batch = torch.zeros(1, 3, 160, 160)
+    assert torch.equal(runner.logits(batch), predict_logits(small, batch))
+    monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "warp-drive")
+    with pytest.raises(DlguideError, match="auto or one of"):
+        kiosk.fastest_runner(small)

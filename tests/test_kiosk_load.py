@@ -1,0 +1,72 @@
+"""The booth under load (10 concurrent websocket sessions on loopback) and its no-files-left promise.
+
+Small round counts here; bench/bench_kiosk_load.py runs the 500-classification version.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_kiosk_load", ROOT / "bench" / "bench_kiosk_load.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_bench()
+
+
+def server_pid(url: str) -> int:
+    """The streamlit process app_server started for `url` (a child of this test process)."""
+    port = url.rsplit(":", 1)[1]
+    for child in psutil.Process().children(recursive=True):
+        cmdline = child.cmdline()
+        if "streamlit" in cmdline and port in cmdline:
+            return child.pid
+    raise LookupError(f"no streamlit child serving port {port}")
+
+
+def snapshot(*roots: Path) -> set[str]:
+    return {str(p) for root in roots for p in root.rglob("*")}
+
+
+def test_ten_concurrent_visitors(app_server, tmp_path: Path) -> None:
+    url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_HOME=str(tmp_path / "home"))  # default backend: fastest available
+    report = bench.run_load(url, server_pid(url), sessions=10, rounds=2, single_rounds=3)
+    print(report)  # the numbers, for `pytest -s`
+    assert report["errors"] == []
+    assert report["classifications"] == 20
+    assert math.isfinite(report["p95_ratio"])
+    # One forward at a time, so ten visitors wait at most about ten turns; more means starvation.
+    assert report["concurrent_p95_s"] < 2 * 10 * report["single_p95_s"] + 5
+    assert report["rss_growth"] < 0.05
+
+
+def test_visitor_photos_leave_no_files(app_server, tmp_path: Path) -> None:
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    tmp.mkdir()
+    url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_HOME=str(home), TMPDIR=str(tmp), DLGUIDE_KIOSK_BACKEND="torch")
+    with bench.BoothSession(url) as warm:  # first load: model, caches, anything the app itself keeps
+        warm.classify(bench.shot(1))
+    before = snapshot(home, tmp)
+    with bench.BoothSession(url) as visitor:
+        # 1600x1200 noise is over 1 MB: the size at which multipart parsing spools to a temp file
+        photo = bench.shot(2, size=(1600, 1200))
+        assert len(photo) > 1_000_000
+        result, _ = visitor.classify(photo, heatmap=True)
+        assert not result.errors
+        assert any("Grad-CAM" in caption for caption in result.captions)
+        visitor.start_over()
+    assert snapshot(home, tmp) == before

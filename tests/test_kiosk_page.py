@@ -1,0 +1,153 @@
+"""AppTest of the booth page: kiosk routing, the visitor flow, reset, and the read-only training ticker."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def jpeg_bytes(colour: tuple[int, int, int] = (200, 40, 40), size: tuple[int, int] = (320, 240)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+def booth(monkeypatch: pytest.MonkeyPatch, kiosk: bool = True, backend: str = "torch") -> AppTest:
+    """The app in kiosk mode; eager PyTorch unless asked, so most tests skip the one-time ONNX export."""
+    monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", backend)
+    if kiosk:
+        monkeypatch.setenv("DLGUIDE_KIOSK", "1")
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    return at.run() if kiosk else at.run().switch_page("pages/kiosk.py").run()
+
+
+def all_text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [t.value for t in at.title] + [c.value for c in at.caption]
+    parts += [w.value for w in at.warning] + [s.value for s in at.subheader]
+    return "\n".join(str(p) for p in parts)
+
+
+def widget_keys(at: AppTest) -> set[str]:
+    kinds = ("button", "selectbox", "toggle", "slider", "text_input", "file_uploader", "camera_input",
+             "segmented_control", "checkbox", "number_input", "radio", "multiselect")
+    return {w.key for kind in kinds for w in getattr(at, kind) if w.key}
+
+
+def test_kiosk_mode_routes_only_the_booth(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = booth(monkeypatch)
+    assert not at.exception
+    assert at.title[0].value == "What does the AI see?"
+    keys = widget_keys(at)
+    assert keys and all(k.startswith("kiosk_") for k in keys), keys  # no weights picker, no training controls
+    assert "classify_weights" not in keys
+    text = all_text(at)
+    assert "untrained" in text  # no ImageNet weights here: the banner says so
+    assert "/" not in at.warning[0].value  # and names no file path
+    assert text.count('class="kiosk-row"') == 5  # the attract view: a sample's top-5
+
+
+@pytest.mark.parametrize("hidden", ["pages/devices.py", "pages/classify.py"])
+def test_kiosk_mode_registers_no_other_page(monkeypatch: pytest.MonkeyPatch, hidden: str) -> None:
+    """st.navigation routes only pages in its list: in kiosk mode that list is the booth alone."""
+    at = booth(monkeypatch)
+    with pytest.raises(ValueError, match=r"Known pages: \['[^']*pages/kiosk\.py'\]"):
+        at.switch_page(hidden)
+
+
+def test_kiosk_mode_ignores_page_query_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = booth(monkeypatch)
+    at.query_params["page"] = "devices"
+    at.query_params["weights"] = "/etc/passwd"
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "What does the AI see?"
+    assert all(k.startswith("kiosk_") for k in widget_keys(at))
+
+
+def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
+    at = booth(monkeypatch)
+    assert "untrained" not in all_text(at)  # ImageNet weights are cached: no banner
+    at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
+    assert not at.exception
+    assert "I think it's a" in all_text(at)
+    assert all_text(at).count('class="kiosk-row"') == 5
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["This prediction took"].endswith(" ms") and float(metrics["This prediction took"][:-3]) > 0
+    assert metrics["Ran on"].startswith(("CPU", "GPU")) and metrics["Backend"]
+    at.toggle(key="kiosk_heatmap_0").set_value(True).run()
+    assert not at.exception
+    assert "cam" in at.session_state["kiosk_visitor"]
+    at.button(key="kiosk_restart_0").click().run()
+    assert not at.exception
+    assert "kiosk_visitor" not in at.session_state
+    assert at.session_state["kiosk_nonce"] == 1
+    keys = widget_keys(at)
+    assert "kiosk_camera_1" in keys and "kiosk_camera_0" not in keys and "kiosk_heatmap_0" not in keys
+    assert "I think it's a" not in all_text(at)
+
+
+def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = booth(monkeypatch)
+    at.segmented_control(key="kiosk_source_0").set_value("⬆️ Upload").run()
+    at.file_uploader(key="kiosk_upload_0").upload("junk.png", b"not an image at all", "image/png").run()
+    assert not at.exception
+    assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value
+    at.file_uploader(key="kiosk_upload_0").upload("red.jpg", jpeg_bytes(), "image/jpeg").run()
+    assert not at.exception and not at.error
+    assert all_text(at).count('class="kiosk-row"') == 5
+
+
+def test_normal_mode_also_serves_the_booth(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = booth(monkeypatch, kiosk=False)
+    assert not at.exception
+    assert at.title[0].value == "What does the AI see?"
+
+
+def test_no_job_store_is_created(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    at = booth(monkeypatch)
+    assert "No training job is running right now." in all_text(at)
+    assert not (isolated_home / "jobs.db").exists()
+
+
+def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlguide_core.jobs import JobStore
+
+    store = JobStore()
+    job = store.create("inception_v3_finetune", "pytorch", {"epochs": 1})
+    store.claim(job.id, os.getpid())  # this process stands in for the job's
+    store.add_steps([(job.id, step, 0, 2.0 / step, 0.1, 10.0, float(step), "{}") for step in range(1, 6)])
+    store.create("cifar_net", "pytorch", {"epochs": 1})  # queued: not offered
+    at = booth(monkeypatch)
+    assert not at.exception
+    picker = at.selectbox(key="kiosk_job")
+    assert job.id in picker.options[0]
+    keys = widget_keys(at)
+    assert all(k.startswith("kiosk_") for k in keys)  # read-only: no cancel/resume controls
+    assert store.get(job.id).status == "running"
+
+
+@pytest.mark.slow
+def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
+    from dlguide_core import backends
+    from dlguide_core.models import load_model
+
+    monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
+    at = booth(monkeypatch, backend="")
+    at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
+    assert not at.exception
+    expected = backends.backend_class(backends.fastest_available(load_model("imagenet")).name).title
+    assert {m.label: m.value for m in at.metric}["Backend"].startswith(expected)
+
+
+def test_unknown_backend_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = booth(monkeypatch, backend="warp-drive")
+    assert not at.exception
+    assert "DLGUIDE_KIOSK_BACKEND" in at.error[0].value and "\n" not in at.error[0].value

@@ -1,0 +1,76 @@
+"""recipes: the guide's defaults, validation, and a registry other frameworks plug into."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+
+import pytest
+
+from dlguide_core import recipes
+from dlguide_core.recipes import CifarNetConfig, ConfigError, InceptionV3Config, Recipe, get_recipe
+
+
+def test_inception_defaults_are_the_guides() -> None:
+    cfg = InceptionV3Config()
+    assert (cfg.lr, cfg.momentum, cfg.weight_decay) == (0.1, 0.9, 1e-4)
+    assert (cfg.lr_step_size, cfg.lr_gamma, cfg.batch_size, cfg.epochs) == (30, 0.1, 32, 90)
+    assert (cfg.image_size, cfg.weights, cfg.amp, cfg.label_smoothing) == (299, "imagenet", False, 0.0)
+
+
+def test_cifar_defaults_are_the_guides() -> None:
+    cfg = CifarNetConfig()
+    assert (cfg.batch_size, cfg.lr, cfg.momentum, cfg.image_size, cfg.weights) == (4, 0.001, 0.9, 32, "none")
+
+
+def test_configs_are_frozen_and_validated() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        InceptionV3Config().lr = 1.0  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="at least 75"):
+        InceptionV3Config(image_size=64)
+    with pytest.raises(ConfigError, match="label smoothing"):
+        CifarNetConfig(label_smoothing=1.5)
+    with pytest.raises(ConfigError, match="device must be one of auto, cpu, cuda"):
+        CifarNetConfig(device="tpu")
+
+
+def test_make_config_refuses_unknown_fields_and_keeps_defaults_for_none() -> None:
+    recipe = get_recipe("inception_v3")
+    cfg = recipe.make_config(epochs=3, lr=None)
+    assert cfg.epochs == 3 and cfg.lr == 0.1
+    with pytest.raises(ConfigError, match="no field"):
+        recipe.make_config(learning_rate=0.1)
+    assert recipe.config_from_dict({**dataclasses.asdict(cfg), "gone_field": 1}) == cfg
+
+
+def test_a_recipe_from_another_module_registers_and_imports_lazily(monkeypatch) -> None:
+    module = types.ModuleType("fake_tf_recipes")
+
+    @dataclasses.dataclass(frozen=True)
+    class FakeConfig:
+        epochs: int = 1
+
+    def run(cfg, ctx):
+        return "ran"
+
+    module.run = run
+    module.register_now = lambda: recipes.register(Recipe("fake_tf", "tensorflow", FakeConfig,
+                                                          "fake_tf_entry:run", "test only"))
+    sys.modules["fake_tf_recipes"] = module
+    monkeypatch.setattr(recipes, "RECIPE_MODULES", ("fake_tf_recipes", "no_such_module_xyz"))
+    monkeypatch.setattr(recipes, "_loaded_modules", set())
+    monkeypatch.setattr(recipes, "_REGISTRY", dict(recipes._REGISTRY))
+    module.register_now()
+    found = recipes.recipes()  # the missing module is skipped, not raised
+    assert found["fake_tf"].framework == "tensorflow"
+    with pytest.raises(ModuleNotFoundError):
+        found["fake_tf"].run_function()  # the entry module is imported only when a job runs
+    monkeypatch.setitem(sys.modules, "fake_tf_entry", module)
+    assert found["fake_tf"].run_function()(FakeConfig(), None) == "ran"
+    del sys.modules["fake_tf_recipes"]
+
+
+def test_unknown_recipe_names_the_choices() -> None:
+    with pytest.raises(ConfigError, match="inception_v3"):
+        get_recipe("resnet")

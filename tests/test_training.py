@@ -1,0 +1,88 @@
+"""training: real steps on generated data; loss goes down; checkpoints resume exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from dlguide_core.checkpoints import load_checkpoint
+from dlguide_core.classify import classify_sources
+from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.models import load_model
+from dlguide_core.recipes import RunContext, get_recipe
+from dlguide_core.sinks import RecordingSink
+from dlguide_core.training import resolve_device, run_recipe
+
+
+def run(recipe: str, ctx_dir: Path, sink: RecordingSink, resume: bool = False, **fields):
+    cfg = get_recipe(recipe).make_config(workers=0, device="cpu", **fields)
+    return run_recipe(cfg, RunContext("test-job", recipe, ctx_dir, sink, resume=resume))
+
+
+def test_cifar_net_loss_goes_down_on_a_learnable_toy(tmp_path: Path) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=16, val_per_class=4)
+    sink = RecordingSink()
+    result = run("cifar_net", tmp_path / "job", sink, data=str(data), epochs=4, lr=0.01)
+    losses = [s["loss"] for s in sink.steps]
+    assert result.status == "completed" and result.step == len(losses) == 4 * 12
+    assert sum(losses[-8:]) / 8 < 0.5 * sum(losses[:8]) / 8
+    assert [s["step"] for s in sink.steps] == list(range(1, 49))
+    epoch, metrics = sink.epochs[-1]
+    assert epoch == 3 and metrics["top1"] >= 90.0 and metrics["top5"] == 100.0
+    assert set(metrics["per_class"]) == {"class_0", "class_1", "class_2"}  # the guide's per-class accuracy
+    assert sink.plan["total_steps"] == 48
+
+
+def test_stop_and_resume_continue_the_same_run_exactly(tmp_path: Path) -> None:
+    data = str(write_toy_dataset(tmp_path / "toy", classes=2, per_class=10, val_per_class=2))
+    straight = RecordingSink()
+    run("cifar_net", tmp_path / "a", straight, data=data, epochs=2, lr=0.01)
+    first = RecordingSink(stop_after=7)  # mid-epoch (5 steps per epoch)
+    stopped = run("cifar_net", tmp_path / "b", first, data=data, epochs=2, lr=0.01)
+    assert stopped.status == "stopped" and stopped.step == 7 and first.checkpoints[-1][1] == {"step": 7, "epoch": 1}
+    second = RecordingSink()
+    done = run("cifar_net", tmp_path / "b", second, resume=True, data=data, epochs=2, lr=0.01)
+    assert done.status == "completed" and [s["step"] for s in second.steps] == [8, 9, 10]
+    resumed = [s["loss"] for s in first.steps + second.steps]
+    assert resumed == pytest.approx([s["loss"] for s in straight.steps], rel=1e-5)
+    assert second.epochs[-1][1]["train_loss"] == pytest.approx(straight.epochs[-1][1]["train_loss"], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_inception_v3_trains_at_a_small_size_and_its_checkpoint_classifies(tmp_path: Path, sample_jpeg) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=3, val_per_class=1, size=80)
+    sink = RecordingSink()
+    result = run("inception_v3", tmp_path / "job", sink, data=str(data), image_size=75, batch_size=3,
+                 weights="none", max_steps=2, label_smoothing=0.1)
+    assert result.status == "completed" and [s["step"] for s in sink.steps] == [1, 2]
+    assert all(torch.isfinite(torch.tensor(s["loss"])) for s in sink.steps)
+    ckpt = load_checkpoint(result.checkpoint)
+    for key in ("arch", "arch_kwargs", "class_names", "preset", "model", "optimizer", "scheduler", "scaler",
+                "epoch", "step", "config", "job_id", "recipe"):
+        assert key in ckpt, key
+    assert ckpt["arch_kwargs"]["num_classes"] == 2 and ckpt["preset"]["crop"] == 75 and ckpt["step"] == 2
+    assert not any(k.startswith("AuxLogits") for k in ckpt["model"])  # the aux head is off, as in the guide
+    loaded = load_model(str(result.checkpoint), device="cpu")
+    (res,) = classify_sources(loaded, [("cat", sample_jpeg.read_bytes())], k=2)
+    assert res.error is None and {p.label for p in res.top} == {"class_0", "class_1"}
+
+
+def test_fine_tuning_from_a_checkpoint_replaces_the_head(tmp_path: Path) -> None:
+    data3 = write_toy_dataset(tmp_path / "three", classes=3, per_class=4, val_per_class=1)
+    first = run("cifar_net", tmp_path / "j1", RecordingSink(), data=str(data3), epochs=1)
+    data2 = write_toy_dataset(tmp_path / "two", classes=2, per_class=4, val_per_class=1)
+    second = run("cifar_net", tmp_path / "j2", RecordingSink(), data=str(data2), epochs=1,
+                 weights=str(first.checkpoint))
+    assert load_checkpoint(second.checkpoint)["model"]["fc3.weight"].shape == (2, 84)
+
+
+def test_imagenet_weights_only_for_inception_and_cuda_needs_a_gpu(tmp_path: Path) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1)
+    with pytest.raises(Exception, match="imagenet weights exist only for inception_v3"):
+        run("cifar_net", tmp_path / "j", RecordingSink(), data=str(data), weights="imagenet")
+    if not torch.cuda.is_available():
+        with pytest.raises(Exception, match="sees no GPU"):
+            resolve_device("cuda")
+    assert resolve_device("cpu").type == "cpu"

@@ -13,6 +13,7 @@ model's preset, so every backend sees the very same tensor.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -321,6 +322,7 @@ class MigraphxBackend(Backend):
             raise BackendError(f"MIGraphX failed: {_short(exc)}") from exc
         self._input = export.input_name
         self._compiled_batch = self._check_parameters(export)
+        self._lock = threading.Lock()  # one program shared by app sessions; not documented as re-entrant
         self.mxr_path = str(path)
         progress("Ready", 1.0)
 
@@ -363,7 +365,8 @@ class MigraphxBackend(Backend):
             if real < size:
                 pad = np.zeros((size - real, *chunk.shape[1:]), dtype=np.float32)
                 chunk = np.ascontiguousarray(np.concatenate([chunk, pad]))
-            result = self._program.run({self._input: chunk})
+            with self._lock:
+                result = self._program.run({self._input: chunk})
             outputs.append(np.array(result[0], dtype=np.float32)[:real])
         return torch.from_numpy(np.concatenate(outputs))
 

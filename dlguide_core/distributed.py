@@ -363,8 +363,9 @@ def torchrun_args(spec: LaunchSpec) -> list[str]:
             "--monitor-interval", str(MONITOR_INTERVAL_S)]
     if spec.nnodes == 1:
         return [*args, "--standalone"]
-    return [*args, "--nnodes", str(spec.nnodes), "--node-rank", str(spec.node_rank), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", spec.rdzv_endpoint, "--rdzv-id", RDZV_ID]
+    # No --node-rank: c10d numbers the machines itself (ours only says which machine holds the job).
+    return [*args, "--nnodes", str(spec.nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", spec.rdzv_endpoint,
+            "--rdzv-id", RDZV_ID]
 
 
 def torchrun_command(spec: LaunchSpec, job_id: str | None = None, data: str | None = None) -> list[str]:
@@ -519,7 +520,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
     import traceback
 
     from dlguide_core.job_runner import _stop_on_signals
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs import JobStore, dispatch
 
     die_with_parent()
     env = DistEnv.from_env()
@@ -545,6 +546,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
         if env.is_writer and status:
             store.finish(payload["job_id"], status, message)
             print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
+            dispatch(store)  # our slot is free: start the next queued job, as job_runner does
         return code
     finally:
         if store is not None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+from dlguide_core import distributed
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import Job, JobStore, StoreSink, dispatch
 from dlguide_core.recipes import RunContext, RunResult, get_recipe
@@ -81,9 +82,13 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--join":  # another machine of a multi-node run (issue 6)
+        return distributed.run_worker(None, args[1])
     if len(args) != 1:
-        print("usage: python -m dlguide_core.job_runner JOB_ID", file=sys.stderr)
+        print("usage: python -m dlguide_core.job_runner JOB_ID | --join DATA_DIR", file=sys.stderr)
         return 2
+    if distributed.DistEnv.from_env().under_torchrun:  # one of torchrun's processes: see distributed.py
+        return distributed.run_worker(args[0])
     store = JobStore()
     store.set_pid(args[0], os.getpid())
     print(f"job {args[0]} running in process {os.getpid()}", flush=True)

@@ -509,12 +509,23 @@ def launch(store: JobStore, job: Job) -> int:
     folder = job_dir(job.id)
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "job.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "dlguide_core.job_runner", job.id],
+        proc = subprocess.Popen(job_command(job),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=Path(__file__).resolve().parents[1],
                                 env={**os.environ, "DLGUIDE_HOME": str(settings.home())})
     store.set_pid(job.id, proc.pid)
     return proc.pid
+
+
+def job_command(job: Job) -> list[str]:
+    """The job process: the job runner, or torchrun's agent over N of them for a distributed job (issue 6)."""
+    if job.framework == "pytorch":
+        from dlguide_core import distributed
+
+        spec = distributed.launch_spec_from_config(job.config)
+        if spec.uses_torchrun:
+            return distributed.torchrun_command(spec, job.id)
+    return [sys.executable, "-m", "dlguide_core.job_runner", job.id]
 
 
 def resume(store: JobStore, job_id: str, *, start: bool = True) -> Job:

@@ -51,6 +51,13 @@ class TrainConfig:
     max_steps: int | None = None  # stop (successfully) after this many global steps
     seed: int = 0
     checkpoint_minutes: float = 5.0
+    # Data-parallel training through torchrun (issue 6; docs/DISTRIBUTED.md): batch_size is per device.
+    nproc_per_node: int = 1  # processes (devices) on the job's machine
+    nnodes: int = 1  # machines; the others join with the command the Train page shows
+    rdzv_endpoint: str = ""  # HOST:PORT every machine can reach, for nnodes > 1
+    max_restarts: int = 0  # torchrun restarts of the whole group, each resuming from the last checkpoint
+    sync_batchnorm: bool = False  # batch-norm statistics over the global batch (GPUs only)
+    scale_lr: bool = False  # the linear scaling rule: lr x world size; off = the lr as set
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, "epochs must be at least 1")
@@ -63,6 +70,9 @@ class TrainConfig:
         base = self.device.split(":")[0]
         _check(base in DEVICE_CHOICES, f"device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
         _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
+        _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
+        _check(self.max_restarts >= 0, "max restarts cannot be negative")
+        _check(self.nnodes == 1 or ":" in self.rdzv_endpoint, "a multi-node run needs a rendezvous HOST:PORT")
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class RunContext:
     sink: TrainingSink
     resume: bool = False  # continue from checkpoint_path
     slot: int = 0  # GPU slot the queue assigned (cuda:slot when device is "auto")
+    dist: Any = None  # distributed.DistEnv when the job runs under torchrun (one per process)
 
     @property
     def checkpoint_path(self) -> Path:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from dlguide_core import models
+from dlguide_core import distributed, models
 from dlguide_core.checkpoints import load_checkpoint, save_checkpoint
 from dlguide_core.datasets import DataBundle, load_data
 from dlguide_core.errors import DlguideError
@@ -75,13 +75,14 @@ def create_model(arch: str, weights: str, num_classes: int) -> tuple[nn.Module, 
     return loaded.model, {**loaded.arch_kwargs, "num_classes": num_classes}
 
 
-def wrap_model(model: nn.Module) -> nn.Module:
-    """Hook for DDP (issue 6): identity on a single device."""
-    return model
+def wrap_model(model: nn.Module, env: distributed.DistEnv, device: torch.device, cfg: TrainConfig) -> nn.Module:
+    """DDP (with SyncBatchNorm if asked) when several processes train; identity on a single device."""
+    return distributed.wrap_ddp(model, device, cfg.sync_batchnorm) if env.enabled else model
 
 
-def create_optimizer(cfg: TrainConfig, model: nn.Module) -> torch.optim.Optimizer:
-    return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+def create_optimizer(cfg: TrainConfig, model: nn.Module, world_size: int = 1) -> torch.optim.Optimizer:
+    lr = distributed.scaled_lr(cfg.lr, world_size, cfg.scale_lr)  # the lr as set unless scale_lr
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
 def create_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler:
@@ -106,12 +107,17 @@ class EpochSampler(Sampler[int]):
         return self.size - self.skip
 
 
-def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device) -> tuple[DataLoader, DataLoader]:
-    sampler = EpochSampler(len(bundle.train), cfg.seed)
+def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device,
+                   env: distributed.DistEnv | None = None) -> tuple[DataLoader, DataLoader]:
+    """Under DDP each rank reads its shard of every epoch and of the val set (batch_size is per device)."""
+    env = env or distributed.DistEnv()
+    sampler = (distributed.ShardedEpochSampler(bundle.train, env.world_size, env.rank, cfg.seed) if env.enabled
+               else EpochSampler(len(bundle.train), cfg.seed))
+    val_sampler = distributed.ShardSampler(len(bundle.val), env.world_size, env.rank) if env.enabled else None
     common = {"num_workers": cfg.workers, "pin_memory": device.type == "cuda",
               "persistent_workers": cfg.workers > 0}  # workers survive epochs: no re-fork per epoch
     train = DataLoader(bundle.train, batch_size=cfg.batch_size, sampler=sampler, **common)
-    val = DataLoader(bundle.val, batch_size=cfg.batch_size, shuffle=False, **common)
+    val = DataLoader(bundle.val, batch_size=cfg.batch_size, shuffle=False, sampler=val_sampler, **common)
     return train, val
 
 
@@ -142,6 +148,7 @@ class TrainingRun:
     loss_sum: float = 0.0  # this epoch's train loss so far (survives a resume mid-epoch)
     loss_count: int = 0
     last_checkpoint: float = field(default_factory=time.monotonic)
+    dist: distributed.DistEnv = field(default_factory=distributed.DistEnv)  # one process unless torchrun
 
     @property
     def memory_format(self) -> torch.memory_format:
@@ -156,25 +163,28 @@ class TrainingRun:
 
     @property
     def total_steps(self) -> int:
-        steps = self.cfg.epochs * math.ceil(len(self.bundle.train) / self.cfg.batch_size)
+        steps = self.cfg.epochs * distributed.steps_per_epoch(len(self.bundle.train), self.cfg.batch_size,
+                                                              self.dist.world_size)
         return min(steps, self.cfg.max_steps) if self.cfg.max_steps else steps
 
 
-def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0) -> TrainingRun:
+def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0,
+              env: distributed.DistEnv | None = None) -> TrainingRun:
     arch = get_recipe(recipe).arch or recipe
+    env = env or distributed.DistEnv()
     seed_everything(cfg.seed)
-    device = resolve_device(cfg.device, slot)
+    device = distributed.device_for(cfg.device, env) if env.enabled else resolve_device(cfg.device, slot)
     bundle = load_data(arch, cfg.data, cfg.image_size)
     model, arch_kwargs = create_model(arch, cfg.weights, len(bundle.class_names))
     model = model.to(device, memory_format=torch.channels_last) if cfg.channels_last else model.to(device)
-    model = wrap_model(model)
-    optimizer = create_optimizer(cfg, model)
-    train_loader, val_loader = create_loaders(bundle, cfg, device)
+    model = wrap_model(model, env, device, cfg)
+    optimizer = create_optimizer(cfg, model, env.world_size)
+    train_loader, val_loader = create_loaders(bundle, cfg, device, env)
     fp16 = cfg.amp and cfg.amp_dtype == "float16" and device.type == "cuda"
     return TrainingRun(cfg, recipe, arch, arch_kwargs, bundle, device, model, optimizer,
                        create_scheduler(cfg, optimizer), torch.amp.GradScaler(device.type, enabled=fp16),
                        nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing), train_loader, val_loader,
-                       job_id=job_id)
+                       job_id=job_id, dist=env)
 
 
 def _forward_loss(run: TrainingRun, images: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,6 +253,11 @@ def evaluate(run: TrainingRun) -> dict[str, Any]:
         seen += len(targets)
         correct.index_add_(0, targets.cpu(), hit1.float())
         per_class.index_add_(0, targets.cpu(), torch.ones(len(targets)))
+    # Under DDP each rank saw one shard of the val set: add the shards up (identity with one process).
+    totals = distributed.all_reduce_sum(torch.cat([torch.tensor([loss_sum, top1, top5, seen], dtype=torch.float64),
+                                                   correct.double(), per_class.double()]))
+    loss_sum, (top1, top5, seen) = float(totals[0]), (int(v) for v in totals[1:4])
+    correct, per_class = totals[4:4 + classes], totals[4 + classes:]
     names = run.bundle.class_names
     return {"val_loss": loss_sum / max(seen, 1), "top1": 100.0 * top1 / max(seen, 1),
             "top5": 100.0 * top5 / max(seen, 1),
@@ -254,7 +269,10 @@ def evaluate(run: TrainingRun) -> dict[str, Any]:
 
 
 def save_run(run: TrainingRun, path: Path, sink: TrainingSink) -> Path:
-    """Atomic checkpoint of the whole run state (loads with weights_only=True)."""
+    """Atomic checkpoint of the whole run state (loads with weights_only=True); under DDP the writer rank's."""
+    if not run.dist.is_writer:  # every rank holds the same weights: one file, one writer
+        run.last_checkpoint = time.monotonic()
+        return path
     model = getattr(run.model, "module", run.model)  # unwrap DDP
     save_checkpoint(path, {
         "arch": run.arch, "arch_kwargs": run.arch_kwargs, "class_names": list(run.bundle.class_names),
@@ -283,7 +301,9 @@ def restore_run(run: TrainingRun, path: Path) -> None:
 
 
 def _finish_epoch(run: TrainingRun, sink: TrainingSink) -> None:
-    train_loss = run.loss_sum / run.loss_count if run.loss_count else float("nan")
+    loss_sum, loss_count = distributed.all_reduce_sum(torch.tensor([run.loss_sum, run.loss_count],
+                                                                   dtype=torch.float64)).tolist()
+    train_loss = loss_sum / loss_count if loss_count else float("nan")  # mean over every rank's steps
     metrics = {"train_loss": train_loss, **evaluate(run), "lr": run.optimizer.param_groups[0]["lr"]}
     sink.on_epoch(run.epoch, metrics)
 
@@ -307,7 +327,7 @@ def fit(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> RunRes
 
 def run_recipe(cfg: TrainConfig, ctx: RunContext) -> RunResult:
     """The registry entry point of the PyTorch recipes."""
-    run = build_run(cfg, ctx.recipe, ctx.job_id, ctx.slot)
+    run = build_run(cfg, ctx.recipe, ctx.job_id, ctx.slot, ctx.dist)
     if ctx.resume and ctx.checkpoint_path.is_file():
         restore_run(run, ctx.checkpoint_path)
     return fit(run, ctx.sink, ctx.checkpoint_path)

@@ -15,78 +15,94 @@ from dlguide_core.models import (
     imagenet_weights_path,
 )
 from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
-from pages.common import backend_selectbox, get_backend, get_model, show_result, weights_caption
+from pages.common import (
+    backend_selectbox,
+    get_backend,
+    get_model,
+    show_result,
+    tf_classify_tab,
+    weights_caption,
+)
 
 st.title("Classify with Inception v3")
 st.caption("The guide's *Evaluating a Pretrained Model*: Resize 299 → CenterCrop 299 → ImageNet "
-           "normalisation → softmax → top-5.")
+           "normalisation → softmax → top-5. Models trained by the TensorFlow recipes have their own tabs.")
 
-WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
-weights = st.selectbox("Weights", available_weights(), key="classify_weights",
-                       format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
-top_k = st.slider("Top-k", 1, 10, 5, key="classify_topk")
+# A tab per model kind. The TensorFlow tabs are drawn first: the image tab may st.stop() early.
+image_tab, fashion_tab, review_tab = st.tabs(["Images · Inception v3 & checkpoints", "Clothing · Fashion-MNIST",
+                                              "Movie review · IMDB"])
+with fashion_tab:
+    tf_classify_tab("fashion", key="tf_fashion")
+with review_tab:
+    tf_classify_tab("review", key="tf_review")
 
-if weights == "imagenet" and not imagenet_weights_path().is_file():
-    # Never attempt a download on every rerun: ask once, with a progress bar.
-    st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
-               f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
-               icon="📦")
-    if st.button("Download the ImageNet weights", key="classify_download_weights"):
-        bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
-        try:
-            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
-            st.rerun()
-        except WeightsUnavailable as exc:
-            st.error(str(exc), icon="🚫")
-    st.info("Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
-    st.stop()
+with image_tab:
+    WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
+    weights = st.selectbox("Weights", available_weights(), key="classify_weights",
+                           format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+    top_k = st.slider("Top-k", 1, 10, 5, key="classify_topk")
 
-try:
-    loaded = get_model(weights)
-except DlguideError as exc:
-    st.error(f"Cannot load these weights: {exc}", icon="🚫")
-    st.stop()
-
-weights_caption(loaded)
-# "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
-backend_name = backend_selectbox("classify_backend")
-run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
-if backend_name != "torch":
-    try:
-        with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
-            run_with = backend_model(loaded, get_backend(backend_name, loaded))
-    except DlguideError as exc:
-        st.error(f"Cannot use this backend: {exc}", icon="🚫")
+    if weights == "imagenet" and not imagenet_weights_path().is_file():
+        # Never attempt a download on every rerun: ask once, with a progress bar.
+        st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
+                   f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
+                   icon="📦")
+        if st.button("Download the ImageNet weights", key="classify_download_weights"):
+            bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
+            try:
+                fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
+                st.rerun()
+            except WeightsUnavailable as exc:
+                st.error(str(exc), icon="🚫")
+        st.info("Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
         st.stop()
 
-upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])
-sources: list[tuple[str, bytes]] = []
-with upload_tab:
-    files = st.file_uploader("Images (jpg, png, webp, bmp, gif)", type=list(UPLOAD_TYPES),
-                             accept_multiple_files=True, key="classify_upload")
-    sources += [(f.name, f.getvalue()) for f in files or []]
-with camera_tab:
-    if st.toggle("Use the camera", key="classify_camera_on"):
-        shot = st.camera_input("Take a picture", key="classify_camera")
-        if shot is not None:
-            sources.append(("camera", shot.getvalue()))
-with sample_tab:
-    samples = bundled_samples()
-    choice = st.selectbox("Sample image", ["(none)", *samples, GUIDE_DOG_NAME], key="classify_sample")
-    if choice == GUIDE_DOG_NAME:
+    try:
+        loaded = get_model(weights)
+    except DlguideError as exc:
+        st.error(f"Cannot load these weights: {exc}", icon="🚫")
+        st.stop()
+
+    weights_caption(loaded)
+    # "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
+    backend_name = backend_selectbox("classify_backend")
+    run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
+    if backend_name != "torch":
         try:
-            sources.append(("dog.jpg", fetch_guide_dog().read_bytes()))
-        except DownloadFailed as exc:
-            st.warning(f"{exc}. The bundled samples work offline.")
-    elif choice in samples:
-        sources.append((samples[choice].name, samples[choice].read_bytes()))
+            with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
+                run_with = backend_model(loaded, get_backend(backend_name, loaded))
+        except DlguideError as exc:
+            st.error(f"Cannot use this backend: {exc}", icon="🚫")
+            st.stop()
 
-if not sources:
-    st.info("Upload one or more images, take a picture, or pick a sample.")
-    st.stop()
+    upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])
+    sources: list[tuple[str, bytes]] = []
+    with upload_tab:
+        files = st.file_uploader("Images (jpg, png, webp, bmp, gif)", type=list(UPLOAD_TYPES),
+                                 accept_multiple_files=True, key="classify_upload")
+        sources += [(f.name, f.getvalue()) for f in files or []]
+    with camera_tab:
+        if st.toggle("Use the camera", key="classify_camera_on"):
+            shot = st.camera_input("Take a picture", key="classify_camera")
+            if shot is not None:
+                sources.append(("camera", shot.getvalue()))
+    with sample_tab:
+        samples = bundled_samples()
+        choice = st.selectbox("Sample image", ["(none)", *samples, GUIDE_DOG_NAME], key="classify_sample")
+        if choice == GUIDE_DOG_NAME:
+            try:
+                sources.append(("dog.jpg", fetch_guide_dog().read_bytes()))
+            except DownloadFailed as exc:
+                st.warning(f"{exc}. The bundled samples work offline.")
+        elif choice in samples:
+            sources.append((samples[choice].name, samples[choice].read_bytes()))
 
-with st.spinner(f"Classifying {len(sources)} image(s)…"):
-    results = classify_sources(run_with, sources, k=top_k)
-for i, result in enumerate(results):
-    st.subheader(result.image)
-    show_result(result, result.decoded, key=f"classify_result_{i}")
+    if not sources:
+        st.info("Upload one or more images, take a picture, or pick a sample.")
+        st.stop()
+
+    with st.spinner(f"Classifying {len(sources)} image(s)…"):
+        results = classify_sources(run_with, sources, k=top_k)
+    for i, result in enumerate(results):
+        st.subheader(result.image)
+        show_result(result, result.decoded, key=f"classify_result_{i}")

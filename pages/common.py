@@ -202,19 +202,17 @@ def review_classify_tab(key: str = "tf_review") -> None:
                                                                            max_value=1.0, format="%.2f")})
 
 
-def tf_classify_tabs(key: str = "tf") -> None:
-    """The Classify page's TensorFlow tabs, one per model kind; says why when TensorFlow is missing."""
+def tf_classify_tab(kind: str, key: str) -> None:
+    """One TensorFlow model kind on the Classify page ("fashion" or "review"); says why when TF is missing."""
     from dlguide_core.tf_recipes import tensorflow_status
 
     status = tensorflow_status()
     if not status.available:
         st.info(status.reason)
-        return
-    fashion, reviews = st.tabs(["Fashion-MNIST (TensorFlow)", "IMDB reviews (TensorFlow)"])
-    with fashion:
-        fashion_classify_tab(f"{key}_fashion")
-    with reviews:
-        review_classify_tab(f"{key}_review")
+    elif kind == "fashion":
+        fashion_classify_tab(key)
+    else:
+        review_classify_tab(key)
 
 
 # ---------------------------------------------------------------- Booth mode (issue 7)

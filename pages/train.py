@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from dlguide_core import datasets, jobs, settings
+from dlguide_core import datasets, distributed, jobs, settings
 from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
@@ -82,6 +82,44 @@ def pick_dataset() -> datasets.DatasetInfo | None:
     return info
 
 
+def devices_section(name: str, info: datasets.DatasetInfo) -> dict:
+    """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
+    most, kind = distributed.device_options()
+    with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
+        c1, c2, c3 = st.columns(3)
+        values = {
+            "nproc_per_node": c1.number_input(f"Devices: N ({kind}s on this machine)", 1, most, 1,
+                                              key=f"train_{name}_nproc"),
+            "max_restarts": c2.number_input("Max restarts (resume from checkpoint)", 0, 100, 0,
+                                            key=f"train_{name}_restarts"),
+            "sync_batchnorm": c1.checkbox("SyncBatchNorm", False, disabled=kind != "GPU",
+                                          key=f"train_{name}_syncbn"),
+            "scale_lr": c2.checkbox("Linear scaling rule (lr × N)", False, key=f"train_{name}_scale_lr"),
+        }
+        if c3.toggle("Several machines", key=f"train_{name}_multinode"):
+            values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes")
+            values["rdzv_endpoint"] = c3.text_input("Rendezvous HOST:PORT (this machine)",
+                                                    placeholder="node0.example:29400", key=f"train_{name}_rdzv")
+        st.caption(f"Batch size is per device: the global batch is batch size × {values['nproc_per_node']}"
+                   f"{' × machines' if 'nnodes' in values else ''}. The learning rate is used as set unless "
+                   "the linear scaling rule is ticked." + ("" if kind == "GPU" else " Without GPUs, N processes "
+                   "share this machine's cores through Gloo: a way to try it, not to go faster."))
+        if "nnodes" in values:
+            show_join_commands(name, info, values)
+    return values
+
+
+def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> None:
+    try:
+        spec = distributed.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
+                                      values["max_restarts"])
+    except distributed.DistributedError as exc:
+        st.warning(str(exc))
+        return
+    st.markdown("Start the job here, then run this on each other machine (same dlguide and dataset path):")
+    st.code("\n".join(distributed.join_commands(spec, name, str(info.path))), language="bash")
+
+
 def job_form(info: datasets.DatasetInfo) -> None:
     """The recipe's fields with the guide's defaults; keys carry the recipe so defaults follow it."""
     name = st.selectbox("Recipe", list(RECIPES), key="train_recipe",
@@ -91,6 +129,7 @@ def job_form(info: datasets.DatasetInfo) -> None:
         st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
         return
     d = recipe.config_cls()
+    launch = devices_section(name, info)
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
@@ -113,6 +152,7 @@ def job_form(info: datasets.DatasetInfo) -> None:
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
     if submitted:
         values["max_steps"] = values["max_steps"] or None
+        values.update(launch)
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
             job = jobs.submit(store, name, cfg)

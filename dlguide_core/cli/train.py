@@ -1,14 +1,20 @@
-"""`train --recipe R --data DIR [...] [--detach] [--json]`: one training job through the store."""
+"""`train --recipe R --data DIR [...] [--detach] [--json]`: one training job through the store.
+
+`--nproc-per-node N [--nnodes M --node-rank K --rdzv-endpoint HOST:PORT] [--max-restarts R]` runs
+it under torchrun (see dlguide_core/distributed.py and docs/DISTRIBUTED.md).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
-from dlguide_core import jobs
+from dlguide_core import distributed, jobs
 from dlguide_core.job_runner import run_job
 from dlguide_core.recipes import ConfigError, get_recipe, recipes
 from dlguide_core.sinks import ConsoleSink
@@ -16,7 +22,7 @@ from dlguide_core.sinks import ConsoleSink
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # CLI flag -> config field; None values keep the recipe's (the guide's) default.
 FIELDS = ("epochs", "batch_size", "lr", "image_size", "max_steps", "weights", "workers", "device",
-          "label_smoothing", "seed")
+          "label_smoothing", "seed", "nproc_per_node", "nnodes", "rdzv_endpoint", "max_restarts")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +40,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--amp", action="store_true", help="mixed precision on GPUs (bf16 autocast)")
     p.add_argument("--label-smoothing", type=float, metavar="X")
     p.add_argument("--seed", type=int, metavar="N")
+    dist = p.add_argument_group("several devices or machines (torchrun + DDP; see docs/DISTRIBUTED.md)")
+    dist.add_argument("--nproc-per-node", type=int, metavar="N", help="processes (GPUs) on this machine; "
+                      "--batch-size is per process")
+    dist.add_argument("--nnodes", type=int, metavar="M", help="machines in the run")
+    dist.add_argument("--node-rank", type=int, metavar="K", default=0,
+                      help="this machine's rank: 0 holds the job, others join it")
+    dist.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous on a machine all others reach")
+    dist.add_argument("--max-restarts", type=int, metavar="R", help="restart the group up to R times on a failure, "
+                      "resuming from the last checkpoint")
+    dist.add_argument("--sync-batchnorm", action="store_true", help="SyncBatchNorm across GPUs")
+    dist.add_argument("--scale-lr", action="store_true", help="linear scaling rule: lr x number of processes")
     p.add_argument("--detach", action="store_true", help="queue the job and return at once")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -44,12 +61,38 @@ def build_config(args: argparse.Namespace):
     overrides["data"] = str(Path(args.data).expanduser().resolve())
     if args.weights not in (None, "imagenet", "none"):
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
-    if args.amp:
-        overrides["amp"] = True
+    for flag in ("amp", "sync_batchnorm", "scale_lr"):
+        if getattr(args, flag):
+            overrides[flag] = True
     return get_recipe(args.recipe).make_config(**overrides)
 
 
+def join_run(args: argparse.Namespace) -> int:
+    """Node rank > 0 of a multi-node run: torchrun here, the job and its config live on node 0."""
+    try:
+        spec = distributed.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
+                                      args.rdzv_endpoint or "", args.max_restarts or 0)
+    except distributed.DistributedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    data = str(Path(args.data).expanduser().resolve())
+    print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
+    return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(distributed.torchrun_command(spec, data=data))) == 0 \
+        else EXIT_FAILED
+
+
+def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
+    # Ctrl-C reaches torchrun and its workers too (same terminal): they stop with a checkpoint; we wait.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.node_rank:
+        return join_run(args)
     try:
         cfg = build_config(args)
     except ConfigError as exc:
@@ -69,10 +112,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
-    """Run a queued job in this process (Ctrl-C cancels it with a checkpoint)."""
+    """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
     store.claim(job_id, os.getpid())
     print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)
-    status = run_job(store, job_id, ConsoleSink(every=10))
+    command = jobs.job_command(store.get(job_id, refresh=False))
+    if command[2] == "torch.distributed.run":
+        status = _run_torchrun(store, job_id, command)
+    else:
+        status = run_job(store, job_id, ConsoleSink(every=10))
     job = store.get(job_id, refresh=False)
     if as_json:
         print(json.dumps({"job_id": job_id, "status": status, "error": job.error, "checkpoint": job.checkpoint}))
@@ -80,3 +127,13 @@ def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
         print(f"job {job_id} {status}" + (f": {job.error}" if job.error else "")
               + (f"; checkpoint {job.checkpoint}" if job.checkpoint else ""))
     return EXIT_OK if status == "succeeded" else EXIT_FAILED
+
+
+def _run_torchrun(store: jobs.JobStore, job_id: str, command: list[str]) -> str:
+    proc = subprocess.Popen(command)
+    store.set_pid(job_id, proc.pid)  # the job's process is torchrun's agent, as for a detached job
+    code = _wait_ignoring_ctrl_c(proc)
+    job = store.get(job_id, refresh=False)
+    if job.status == "running":  # the agent ended and no writer rank recorded an ending
+        store.finish(job_id, "interrupted", f"torchrun exited with code {code} before the job finished")
+    return store.get(job_id, refresh=False).status

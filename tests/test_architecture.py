@@ -67,8 +67,8 @@ def test_checkpoints_load_only_with_weights_only_true():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
                 owner = node.func.value
                 if isinstance(owner, ast.Name) and owner.id == "torch":
-                    flags = {k.arg: k.value for k in node.keywords}
-                    assert isinstance(flags.get("weights_only"), ast.Constant) and flags["weights_only"].value is True, (
+                    flag = {k.arg: k.value for k in node.keywords}.get("weights_only")
+                    assert isinstance(flag, ast.Constant) and flag.value is True, (
                         f"{path.name}:{node.lineno} torch.load without weights_only=True")
 
 

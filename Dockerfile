@@ -4,7 +4,7 @@
 #   docker build -t dlguide .
 #   docker run -it --device=/dev/kfd --device=/dev/dri --group-add video --ipc=host \
 #       --shm-size 8G -p 8501:8501 -v dlguide-data:/data dlguide
-FROM rocm/pytorch:rocm6.4.1_ubuntu22.04_py3.10_pytorch_release_2.5.1
+FROM rocm/pytorch:rocm6.4.3_ubuntu24.04_py3.12_pytorch_release_2.6.0
 
 WORKDIR /app
 ENV PYTHONUNBUFFERED=1 TORCH_HOME=/opt/torch DLGUIDE_HOME=/data/dlguide DLGUIDE_DATA_ROOTS=/data/datasets

@@ -52,7 +52,7 @@ def _worker(rank: int, world: int, threads: int, args: argparse.Namespace, port:
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     torch.set_num_threads(threads)
     env, device = D.DistEnv.from_env(), torch.device("cpu")
-    D.init_process_group(env, device, timeout_s=300)
+    D.join_group(env, timeout_s=300)
     torch.manual_seed(rank)
     model = D.wrap_ddp(_model(args.arch), device) if world > 1 else _model(args.arch)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)

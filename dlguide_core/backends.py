@@ -147,6 +147,8 @@ class TorchBackend(Backend):
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
+        if options and options.precision != "fp32":
+            return Availability(cls.name, cls.title, False, "PyTorch eager runs fp32 only; fp16/int8 need MIGraphX")
         if options and options.torch_compile:
             ok, reason = torch_compile_status()
             return Availability(cls.name, cls.title, ok, reason)
@@ -159,9 +161,7 @@ class TorchBackend(Backend):
         return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
-        self._module = loaded.model
-        if self.options.precision != "fp32":
-            raise BackendError("the PyTorch backend runs fp32 only; use MIGraphX for fp16/int8")
+        self._module = loaded.model  # fp32 only: `availability` refuses other precisions
         if self.options.torch_compile:
             progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
             # A new wrapper: the cached LoadedModel itself is never modified.
@@ -200,10 +200,15 @@ class OnnxRuntimeBackend(Backend):
         except ImportError:
             reason = "module onnxruntime not installed (pip install onnxruntime)"
             return Availability(cls.name, cls.title, False, reason)
+        options = options or BackendOptions()
         try:
-            providers = ort_providers(options or BackendOptions())
+            providers = ort_providers(options)
         except BackendUnavailable as exc:
             return Availability(cls.name, cls.title, False, str(exc))
+        if options.precision != "fp32" and providers[0] != "MIGraphXExecutionProvider":
+            # A missing provider, like a missing module: a state, not a failure of the run.
+            return Availability(cls.name, cls.title, False, f"{options.precision} with ONNX Runtime needs the MIGraphX "
+                                f"execution provider (this build runs {providers[0]}); use fp32 or MIGraphX")
         return Availability(cls.name, cls.title, True,
                             f"onnxruntime {onnxruntime.__version__}; providers in order: {', '.join(providers)}")
 
@@ -514,3 +519,16 @@ def agreement(reference: torch.Tensor, logits: torch.Tensor, k: int = 5) -> dict
 
 def available_names(options: BackendOptions | None = None) -> list[str]:
     return [status.name for status in backend_status(options) if status.available]
+
+
+def backend_choices(options: BackendOptions | None = None) -> list[str]:
+    """What a user may pick: PyTorch first (the baseline and default), then each backend that can run here."""
+    return ["torch", *[name for name in available_names(options) if name != "torch"]]
+
+
+def precision_choices(name: str, target: str = "auto") -> tuple[str, ...]:
+    """The precisions `name` can run here for `target` (fp32 always first; fp16/int8 need MIGraphX,
+    itself or as ONNX Runtime's execution provider)."""
+    cls = backend_class(name)
+    extra = tuple(p for p in PRECISIONS[1:] if cls.availability(BackendOptions(precision=p, target=target)).available)
+    return ("fp32", *extra)

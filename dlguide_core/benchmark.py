@@ -4,6 +4,9 @@ For every (backend, batch size): prepare (timed separately as `setup_s`: session
 or compilation, export excluded), warm up, then N timed runs -> p50/p95 latency and
 images/s, plus agreement of its logits with eager PyTorch (max |diff|, top-1, top-5).
 Inputs are the bundled photos preprocessed with the model's preset (`backends.sample_batch`).
+
+A backend that cannot run here (module, execution provider or GPU missing) gets one row
+whose `error` is its availability reason: normal output, not a failure (`run_failed`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 from dlguide_core.backends import (
     Backend,
     BackendOptions,
+    BackendUnavailable,
     Progress,
     TorchBackend,
     agreement,
@@ -51,7 +55,10 @@ class BenchConfig:
 
 @dataclass(frozen=True)
 class BenchRow:
-    """One backend at one batch size; `error` (and None numbers) when it could not run."""
+    """One backend at one batch size; `error` (and None numbers) when it could not run.
+
+    `unavailable` says the error is the backend's availability reason (it cannot run on this
+    machine) rather than a failure while running; it is not part of the JSON contract."""
 
     backend: str
     provider: str | None = None
@@ -64,9 +71,11 @@ class BenchRow:
     top5_agree: float | None = None
     setup_s: float | None = None
     error: str | None = None
+    unavailable: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["unavailable"]
         if self.error is None:
             del data["error"]
         return data
@@ -115,7 +124,7 @@ def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress |
         options = options_for(name, config.options)
         status = backend_class(name).availability(options)
         if not status.available:
-            rows.append(BenchRow(name, error=f"{status.title} is unavailable: {status.reason}"))
+            rows.append(BenchRow(name, error=f"{status.title} is unavailable: {status.reason}", unavailable=True))
             continue
         for s_index, batch_size in enumerate(config.batch_sizes):
             progress(f"{status.title} at batch {batch_size}…", (b_index * len(config.batch_sizes) + s_index) / steps)
@@ -132,6 +141,8 @@ def _bench_one(name: str, loaded: LoadedModel, eager: TorchBackend, batch_size: 
         plain_torch = name == "torch" and not options.torch_compile
         backend = eager if plain_torch else prepare_backend(name, loaded, batch_size=batch_size, options=options)
         return measure(backend, batch, reference, warmup=config.warmup, iters=config.iters)
+    except BackendUnavailable as exc:  # availability changed between the check and prepare
+        return BenchRow(name, batch_size=batch_size, error=str(exc), unavailable=True)
     except DlguideError as exc:
         return BenchRow(name, batch_size=batch_size, error=str(exc))
 
@@ -140,8 +151,21 @@ def rows_to_json(rows: Sequence[BenchRow]) -> list[dict[str, Any]]:
     return [row.to_json() for row in rows]
 
 
+def run_failed(rows: Sequence[BenchRow]) -> bool:
+    """The `bench` exit rule: failed when an available backend errored while preparing or running,
+    or when no row has numbers. An unavailable backend's error row alone is normal output."""
+    return all(r.error for r in rows) or any(r.error and not r.unavailable for r in rows)
+
+
 def speedups(rows: Sequence[BenchRow], baseline: str = "torch") -> dict[tuple[str, int], float]:
     """(backend, batch size) -> baseline p50 / backend p50, for rows where both ran."""
     base = {r.batch_size: r.p50_ms for r in rows if r.backend == baseline and r.p50_ms}
     return {(r.backend, r.batch_size): round(base[r.batch_size] / r.p50_ms, 2)
             for r in rows if r.p50_ms and r.batch_size in base}
+
+
+def results_table(rows: Sequence[BenchRow], baseline: str = "torch") -> list[dict[str, Any]]:
+    """The rows that ran, as JSON records plus `speedup`: how many times faster than the `baseline`
+    backend's row at the same batch size (p50 over p50; None without a baseline row)."""
+    ratio = speedups(rows, baseline)
+    return [{**r.to_json(), "speedup": ratio.get((r.backend, r.batch_size))} for r in rows if r.error is None]

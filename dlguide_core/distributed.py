@@ -85,11 +85,6 @@ class DistEnv:
         return max(self.max_restarts - self.restart_count, 0)
 
 
-def backend_for(device: torch.device) -> str:
-    """NCCL on GPUs (RCCL on ROCm builds, under the same name), Gloo on the CPU."""
-    return "nccl" if device.type == "cuda" else "gloo"
-
-
 def device_for(spec: str, env: DistEnv) -> torch.device:
     """One device per local rank: cuda:LOCAL_RANK when GPUs are used, else the CPU."""
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
@@ -101,14 +96,6 @@ def device_for(spec: str, env: DistEnv) -> torch.device:
         raise DistributedError(f"{env.local_world_size} processes on this machine but PyTorch sees {count} GPU(s); "
                                f"use --nproc-per-node {count} or fewer")
     return torch.device(f"cuda:{env.local_rank}")
-
-
-def init_process_group(env: DistEnv, device: torch.device, timeout_s: float = TIMEOUT_S) -> None:
-    """Join the group torchrun set up (env:// reads MASTER_ADDR/MASTER_PORT)."""
-    if device.type == "cuda":
-        torch.cuda.set_device(device)  # before NCCL init, so each rank talks through its own GPU
-    dist.init_process_group(backend_for(device), rank=env.rank, world_size=env.world_size,
-                            timeout=timedelta(seconds=timeout_s))
 
 
 def destroy_process_group() -> None:
@@ -148,10 +135,17 @@ def wrap_ddp(model: nn.Module, device: torch.device, sync_batchnorm: bool = Fals
     return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
 
+def epoch_permutation(size: int, seed: int, epoch: int) -> list[int]:
+    """The shuffle of one epoch, a pure function of (seed, epoch): a resumed epoch, any rank and
+    any world size agree on it, so a resume skips exactly the samples already trained on."""
+    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    return torch.randperm(size, generator=generator).tolist()
+
+
 class ShardedEpochSampler(DistributedSampler):
     """This rank's shard of an epoch whose shuffle is a pure function of (seed, epoch).
 
-    The permutation is the one training.EpochSampler uses, so one process sees the
+    The permutation is `epoch_permutation`, as training.EpochSampler's, so one process sees the
     same order as before; rank r takes every world_size-th index (padded to equal
     shards, as DistributedSampler does). `set_position` skips the batches already
     trained on when a run resumes mid-epoch.
@@ -167,8 +161,7 @@ class ShardedEpochSampler(DistributedSampler):
 
     def __iter__(self) -> Iterator[int]:
         size = len(self.dataset)
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        order = torch.randperm(size, generator=generator).tolist()
+        order = epoch_permutation(size, self.seed, self.epoch)
         order += order[: self.total_size - size]  # pad so every rank runs the same number of steps
         return iter(order[self.rank: self.total_size: self.num_replicas][self.skip:])
 
@@ -199,8 +192,23 @@ def scaled_lr(lr: float, world_size: int, linear_scaling: bool) -> float:
     return lr * world_size if linear_scaling else lr
 
 
-def global_batch(batch_size: int, world_size: int) -> int:
-    return batch_size * world_size
+def global_batch(batch_size: int, nproc_per_node: int = 1, nnodes: int = 1) -> int:
+    """Images per optimiser step over the whole run: `batch_size` is per device."""
+    return batch_size * nproc_per_node * nnodes
+
+
+def describe_batch(batch_size: int, nproc_per_node: int = 1, nnodes: int = 1) -> str:
+    """"global batch 64 (32 per device x 2 processes x 1 machine)", for the CLI and the Train page."""
+    return (f"global batch {global_batch(batch_size, nproc_per_node, nnodes)} ({batch_size} per device"
+            f" x {nproc_per_node} process{'es' if nproc_per_node != 1 else ''}"
+            f" x {nnodes} machine{'s' if nnodes != 1 else ''})")
+
+
+def check_devices(device: str, sync_batchnorm: bool) -> None:
+    """Refuse up front what would only fail once the job runs: SyncBatchNorm without a GPU."""
+    if sync_batchnorm and (device == "cpu" or (device == "auto" and not torch.cuda.is_available())):
+        raise DistributedError("sync batchnorm needs GPUs (NCCL/RCCL) and this job would run on the CPU; "
+                               "turn it off (--sync-batchnorm) or use a GPU machine")
 
 
 # ------------------------------------------------------------------ collectives

@@ -70,10 +70,3 @@ def _stream(url: str, fd: int, progress: ProgressFn | None, timeout: float) -> s
         raise DownloadFailed(f"cannot download {url}: {reason}") from None
     return sha.hexdigest()
 
-
-def sha256_file(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()

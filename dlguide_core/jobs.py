@@ -97,6 +97,15 @@ class Job:
         return data
 
 
+def devices_of(config: str | dict[str, Any] | None) -> int:
+    """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
+    data = json.loads(config) if isinstance(config, str) else (config or {})
+    try:
+        return max(int(data.get("nproc_per_node", 1)), 1)
+    except (TypeError, ValueError):
+        return 1
+
+
 def job_dir(job_id: str) -> Path:
     return settings.home() / "jobs" / job_id
 
@@ -184,16 +193,26 @@ class JobStore:
             return db.execute(sql, args).rowcount == 1
 
     def claim_next(self, max_running: int) -> Job | None:
-        """Atomically move the oldest queued job to running if fewer than `max_running` run."""
+        """Atomically move the oldest queued job to running if its devices fit in `max_running`.
+
+        Each job counts as the devices it uses (`devices_of`: a torchrun job's processes per
+        node), so an 8-GPU job fills an 8-GPU machine. Strictly first in, first out: a job that
+        does not fit yet waits and nothing overtakes it; a job bigger than the machine still
+        runs alone (torchrun then says what is missing)."""
         with self._tx() as db:
-            running = db.execute("SELECT slot FROM jobs WHERE status = 'running'").fetchall()
-            if len(running) >= max_running:
-                return None
-            row = db.execute("SELECT id FROM jobs WHERE status = 'queued' ORDER BY created, id LIMIT 1").fetchone()
+            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
+            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
+                             "LIMIT 1").fetchone()
             if row is None:
                 return None
-            used = {r["slot"] for r in running}
-            slot = next(i for i in range(max_running + 1) if i not in used)
+            used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}
+            need = devices_of(row["config"])
+            if running and len(used) + need > max_running:
+                return None
+            # slot = the job's first device: the first free block of `need` slots, else the first free slot.
+            blocks = (s for s in range(max_running - need + 1) if used.isdisjoint(range(s, s + need)))
+            slot = next(blocks, None)
+            slot = slot if slot is not None else next(i for i in range(max_running + len(used) + 1) if i not in used)
             db.execute("UPDATE jobs SET status = 'running', slot = ?, pid = NULL, started = ?, error = NULL, "
                        "attempts = attempts + 1 WHERE id = ?", (slot, time.time(), row["id"]))
         return self.get(row["id"], refresh=False)
@@ -301,6 +320,14 @@ class JobStore:
                           "LIMIT ?", (job_id, count))
         return [dict(r) for r in reversed(rows)]
 
+    def per_class_accuracy(self, job_id: str) -> dict[str, float]:
+        """Top-1 (percent) per class at the last evaluated epoch, as cifar_net's guide prints at the end;
+        {} when no epoch recorded it (TensorFlow recipes, or none finished yet)."""
+        rows = self._rows("SELECT extra FROM epochs WHERE job_id = ? ORDER BY epoch DESC LIMIT 1", (job_id,))
+        extra = json.loads(rows[0]["extra"] or "{}") if rows else {}
+        per_class = extra.get("per_class")
+        return dict(per_class) if isinstance(per_class, dict) else {}
+
     def epochs(self, job_id: str) -> list[dict[str, Any]]:
         rows = self._rows(f"SELECT {', '.join(EPOCH_COLUMNS)}, extra FROM epochs WHERE job_id = ? ORDER BY epoch",
                           (job_id,))
@@ -377,8 +404,8 @@ def _gone(pid: int, pid_started: float | None, started: float | None) -> str | N
 
     try:
         proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return "the process exited"
+        if proc.status() == psutil.STATUS_ZOMBIE:  # it died since _reap looked: collect its status now
+            return _reap(pid) or "the process exited"
         if pid_started is not None and abs(proc.create_time() - pid_started) > 1.0:
             return "its pid now belongs to another process"
         return None
@@ -472,7 +499,8 @@ class StoreSink(NullSink):
 
 
 def max_concurrent() -> int:
-    """DLGUIDE_MAX_JOBS, else one job per GPU, one on a CPU-only machine."""
+    """Devices the queue may fill at once (see claim_next: a job counts as its devices):
+    DLGUIDE_MAX_JOBS, else the GPUs PyTorch sees, 1 on a CPU-only machine."""
     raw = os.environ.get("DLGUIDE_MAX_JOBS", "").strip()
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
@@ -488,6 +516,10 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> 
     found = get_recipe(recipe)
     if not isinstance(config, found.config_cls):
         raise JobError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
+    if found.framework == "pytorch":
+        from dlguide_core import distributed
+
+        distributed.check_devices(config.device, config.sync_batchnorm)  # before it is queued, not when it runs
     job = store.create(recipe, found.framework, asdict(config))
     if start:
         dispatch(store)

@@ -26,6 +26,10 @@ from dlguide_core.sinks import TrainingSink
 RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.tf_recipes",)
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
+AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
+# Registered by tf_recipes only when TensorFlow is installed; named here so the CLI and the job runner
+# can say why one is missing instead of "unknown recipe".
+TENSORFLOW_RECIPES = ("tf_fashion_mnist", "tf_text_classification")
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class TrainConfig:
         _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
         _check(self.max_restarts >= 0, "max restarts cannot be negative")
         _check(self.nnodes == 1 or ":" in self.rdzv_endpoint, "a multi-node run needs a rendezvous HOST:PORT")
+        _check(not (self.sync_batchnorm and base == "cpu"),
+               "sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
 
 
 @dataclass(frozen=True)
@@ -186,9 +192,19 @@ def recipes() -> dict[str, Recipe]:
 
 def get_recipe(name: str) -> Recipe:
     found = recipes()
+    if name in TENSORFLOW_RECIPES and name not in found:
+        raise ConfigError(_tensorflow_reason(name))
     if name not in found:
         raise ConfigError(f"unknown recipe {name!r}; choose one of {', '.join(found)}")
     return found[name]
+
+
+def _tensorflow_reason(name: str) -> str:
+    try:
+        from dlguide_core.tf_recipes import tensorflow_status
+    except ImportError as exc:
+        return f"{name} needs dlguide_core.tf_recipes, which does not import ({exc})"
+    return tensorflow_status().reason
 
 
 register(Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training:run_recipe",

@@ -31,7 +31,7 @@ import numpy as np
 
 from dlguide_core import images
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import ConfigError, Recipe, RunContext, RunResult, register
+from dlguide_core.recipes import TENSORFLOW_RECIPES, ConfigError, Recipe, RunContext, RunResult, register
 from dlguide_core.sinks import TrainingSink
 from dlguide_core.tf_data import (
     FASHION_CLASSES,
@@ -42,8 +42,7 @@ from dlguide_core.tf_data import (
     locate_imdb,
 )
 
-FASHION_RECIPE = "tf_fashion_mnist"
-TEXT_RECIPE = "tf_text_classification"
+FASHION_RECIPE, TEXT_RECIPE = TENSORFLOW_RECIPES  # "tf_fashion_mnist", "tf_text_classification"
 STATE_FILE = "checkpoint.json"  # the commit record of the latest .keras checkpoint
 EVALUATION_FILE = "evaluation.json"
 FASHION_MODEL_FILE = "model.keras"  # logits model; predict adds the guide's Softmax
@@ -77,7 +76,7 @@ class FashionMnistConfig:
     hidden_units: int = 128
     max_steps: int | None = None  # stop (successfully) after this many global steps
     seed: int = 0
-    device: str = "auto"  # auto (a GPU when TensorFlow sees one) or cpu
+    device: str = "auto"  # auto (a GPU when TensorFlow sees one), cpu, cuda or cuda:N (a GPU, required)
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -114,7 +113,9 @@ def _check_common(cfg: Any) -> None:
     _check(cfg.batch_size >= 1, "batch size must be at least 1")
     _check(cfg.lr > 0, "learning rate must be positive")
     _check(cfg.max_steps is None or cfg.max_steps >= 1, "max steps must be at least 1")
-    _check(cfg.device in ("auto", "cpu"), "device must be auto or cpu for the TensorFlow recipes")
+    base, _, index = cfg.device.partition(":")
+    _check(base in ("auto", "cpu", "cuda") and (not index or (base == "cuda" and index.isdigit())),
+           "device must be auto, cpu, cuda or cuda:N for the TensorFlow recipes")
 
 
 # ------------------------------------------------------------------ TensorFlow availability and import
@@ -171,7 +172,16 @@ def _load_triton_first() -> None:
 
 
 def _configure_gpus(tf: Any, device: str, slot: int) -> None:
+    """cpu hides the GPUs; cuda[:N] demands one (TensorFlow calls it GPU:N); auto takes the queue's slot."""
     gpus = tf.config.list_physical_devices("GPU")
+    if device.startswith("cuda"):
+        if not gpus:
+            raise ConfigError(f"device {device} was asked for, but TensorFlow sees no GPU (tensorflow-cpu, or no "
+                              f"ROCm/CUDA build of TensorFlow); use --device auto or cpu")
+        index = device.partition(":")[2]
+        if index and int(index) >= len(gpus):
+            raise ConfigError(f"device {device} was asked for, but TensorFlow sees {len(gpus)} GPU(s)")
+        slot = int(index) if index else slot
     try:
         if device == "cpu":
             tf.config.set_visible_devices([], "GPU")
@@ -562,15 +572,20 @@ def local_datasets(recipe: str, roots: list[Path]) -> list[Path]:
     return find_fashion_folders(roots) if recipe == FASHION_RECIPE else find_imdb_trees(roots)
 
 
-def finished_models(recipe: str | None = None) -> list[TfModelInfo]:
-    """The final models of succeeded TensorFlow jobs in the job store, newest first."""
-    from dlguide_core.jobs import JobStore
+def finished_models(recipe: str | None = None, store: Any = None) -> list[TfModelInfo]:
+    """The final models of succeeded TensorFlow jobs in the job store, newest first.
 
-    store = JobStore()
-    try:
-        jobs = store.list_jobs()
-    finally:
-        store.close()
+    Pass an open JobStore (the app's cached one) to read through it; without one, a
+    store is opened and closed for this call."""
+    if store is None:
+        from dlguide_core.jobs import JobStore
+
+        own = JobStore()
+        try:
+            return finished_models(recipe, own)
+        finally:
+            own.close()
+    jobs = store.list_jobs()
     wanted = (recipe,) if recipe else (FASHION_RECIPE, TEXT_RECIPE)
     infos = (finished_model(job.job_dir) for job in jobs if job.status == "succeeded" and job.recipe in wanted)
     return [info for info in infos if info is not None]

@@ -100,8 +100,7 @@ class EpochSampler(Sampler[int]):
         self.epoch, self.skip = epoch, skip_samples
 
     def __iter__(self):
-        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
-        return iter(torch.randperm(self.size, generator=generator)[self.skip:].tolist())
+        return iter(distributed.epoch_permutation(self.size, self.seed, self.epoch)[self.skip:])
 
     def __len__(self) -> int:
         return self.size - self.skip

@@ -5,23 +5,16 @@ import streamlit as st
 from dlguide_core.backends import backend_model
 from dlguide_core.classify import classify_sources
 from dlguide_core.downloads import DownloadFailed
-from dlguide_core.errors import DlguideError, WeightsUnavailable
+from dlguide_core.errors import DlguideError
 from dlguide_core.images import UPLOAD_TYPES
-from dlguide_core.models import (
-    IMAGENET_FILENAME,
-    IMAGENET_WEIGHTS,
-    available_weights,
-    fetch_imagenet_weights,
-    imagenet_weights_path,
-)
 from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from pages.common import (
     backend_selectbox,
     get_backend,
-    get_model,
+    require_model,
     show_result,
     tf_classify_tab,
-    weights_caption,
+    weights_selectbox,
 )
 
 st.title("Classify with Inception v3")
@@ -37,33 +30,10 @@ with review_tab:
     tf_classify_tab("review", key="tf_review")
 
 with image_tab:
-    WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
-    weights = st.selectbox("Weights", available_weights(), key="classify_weights",
-                           format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+    weights = weights_selectbox("classify_weights")
     top_k = st.slider("Top-k", 1, 10, 5, key="classify_topk")
-
-    if weights == "imagenet" and not imagenet_weights_path().is_file():
-        # Never attempt a download on every rerun: ask once, with a progress bar.
-        st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
-                   f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
-                   icon="📦")
-        if st.button("Download the ImageNet weights", key="classify_download_weights"):
-            bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
-            try:
-                fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
-                st.rerun()
-            except WeightsUnavailable as exc:
-                st.error(str(exc), icon="🚫")
-        st.info("Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
-        st.stop()
-
-    try:
-        loaded = get_model(weights)
-    except DlguideError as exc:
-        st.error(f"Cannot load these weights: {exc}", icon="🚫")
-        st.stop()
-
-    weights_caption(loaded)
+    loaded = require_model(weights, "classify",
+                           "Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
     # "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
     backend_name = backend_selectbox("classify_backend")
     run_with = loaded  # `loaded` itself stays the eager model for anything else on this page

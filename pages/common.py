@@ -45,6 +45,56 @@ def weights_caption(loaded: LoadedModel) -> None:
                    icon="⚠️")
 
 
+# ---------------------------------------------------------------- choosing weights (Classify, Compiled)
+
+WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
+
+
+def weights_selectbox(key: str, label: str = "Weights", default: str | None = None) -> str:
+    """ImageNet, untrained, then each job checkpoint found; `default` is preselected when it is listed."""
+    from dlguide_core.models import available_weights
+
+    options = available_weights()
+    return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key,
+                        format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+
+
+def require_weights(weights: str, key_prefix: str, hint: str) -> None:
+    """Stop the page when the ImageNet weights are not cached: say where they go and offer a download
+    button (`{key_prefix}_download_weights`) with a progress bar. Never downloads on a plain rerun."""
+    from dlguide_core.errors import WeightsUnavailable
+    from dlguide_core.models import IMAGENET_FILENAME, IMAGENET_WEIGHTS, fetch_imagenet_weights, imagenet_weights_path
+
+    if weights != "imagenet" or imagenet_weights_path().is_file():
+        return
+    st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
+               f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
+               icon="📦")
+    if st.button("Download the ImageNet weights", key=f"{key_prefix}_download_weights"):
+        bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
+        try:
+            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
+            st.rerun()
+        except WeightsUnavailable as exc:
+            st.error(str(exc), icon="🚫")
+    st.info(hint)
+    st.stop()
+
+
+def require_model(weights: str, key_prefix: str, hint: str) -> LoadedModel:
+    """The cached model for `weights`, captioned; the page stops with a one-line reason when it cannot load."""
+    from dlguide_core.errors import DlguideError
+
+    require_weights(weights, key_prefix, hint)
+    try:
+        loaded = get_model(weights)
+    except DlguideError as exc:
+        st.error(f"Cannot load these weights: {exc}", icon="🚫")
+        st.stop()
+    weights_caption(loaded)
+    return loaded
+
+
 def predictions_frame(result: ImageResult) -> pd.DataFrame:
     return pd.DataFrame(
         [{"rank": i + 1, "label": p.label, "index": p.index, "probability": round(p.prob, 4)}
@@ -139,9 +189,10 @@ def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols
 
 def _pick_tf_model(recipe: str, key: str):
     """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
+    from dlguide_core import settings
     from dlguide_core.tf_recipes import finished_models
 
-    infos = finished_models(recipe)
+    infos = finished_models(recipe, job_store(str(settings.home() / "jobs.db")))  # the cached store, not a new one
     if not infos:
         st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
                 f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
@@ -354,10 +405,9 @@ BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "mi
 
 def backend_selectbox(key: str, label: str = "Backend") -> str:
     """PyTorch first (the default), then each compiled backend that can run here."""
-    from dlguide_core.backends import available_names
+    from dlguide_core.backends import backend_choices
 
-    names = ["torch", *[n for n in available_names() if n != "torch"]]
-    return st.selectbox(label, names, key=key, format_func=lambda n: BACKEND_LABELS.get(n, n),
+    return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: BACKEND_LABELS.get(n, n),
                         help="ONNX Runtime / MIGraphX run an exported, optimised graph: faster than eager "
                              "PyTorch on this kind of machine (see the Compiled inference page).")
 
@@ -394,7 +444,7 @@ def _tf_field_input(recipe: str, field, default, column):
     key = f"train_tf_{recipe}_{field.name}"
     label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
     if field.name == "device":
-        return column.selectbox("Device", ["auto", "cpu"], key=key)
+        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key)
     if field.name == "max_steps":
         return column.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=key) or None
     if isinstance(default, float):

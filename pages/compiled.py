@@ -6,27 +6,20 @@ import streamlit as st
 
 from dlguide_core.backends import (
     GRAPH_OPTIMIZATIONS,
-    PRECISIONS,
     TARGETS,
     BackendOptions,
-    available_names,
+    backend_choices,
     backend_model,
     backend_status,
     fastest_available,
+    precision_choices,
 )
-from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark
+from dlguide_core.benchmark import BenchConfig, results_table, run_benchmark
 from dlguide_core.classify import classify_sources
-from dlguide_core.errors import DlguideError, WeightsUnavailable
+from dlguide_core.errors import DlguideError
 from dlguide_core.images import UPLOAD_TYPES
-from dlguide_core.models import (
-    IMAGENET_FILENAME,
-    IMAGENET_WEIGHTS,
-    available_weights,
-    fetch_imagenet_weights,
-    imagenet_weights_path,
-)
 from dlguide_core.samples import bundled_samples
-from pages.common import BACKEND_LABELS, get_backend, get_model, show_result, weights_caption
+from pages.common import BACKEND_LABELS, get_backend, require_model, show_result, weights_selectbox
 
 st.title("Compiled inference")
 st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (dynamic batch, labels inside), "
@@ -34,35 +27,10 @@ st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (
 # Not widget state: Streamlit drops that when another page runs, and results must survive a visit elsewhere.
 state = st.session_state.setdefault("compiled", {"prepared": {}, "classified": {}, "bench": {}, "choice": {}})
 
-
-def _remembered(options: list, name: str) -> int:
-    return options.index(state["choice"][name]) if state["choice"].get(name) in options else 0
-
-
-WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
-weight_options = available_weights()
-weights = st.selectbox("Model", weight_options, index=_remembered(weight_options, "weights"), key="compiled_weights",
-                       format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+weights = weights_selectbox("compiled_weights", "Model", default=state["choice"].get("weights"))
 state["choice"]["weights"] = weights
-if weights == "imagenet" and not imagenet_weights_path().is_file():
-    st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
-               f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
-               icon="📦")
-    if st.button("Download the ImageNet weights", key="compiled_download_weights"):
-        bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
-        try:
-            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
-            st.rerun()
-        except WeightsUnavailable as exc:
-            st.error(str(exc), icon="🚫")
-    st.info("Meanwhile, pick **none (untrained)** or a job checkpoint above: latency does not depend on the weights.")
-    st.stop()
-try:
-    loaded = get_model(weights)
-except DlguideError as exc:
-    st.error(f"Cannot load these weights: {exc}", icon="🚫")
-    st.stop()
-weights_caption(loaded)
+loaded = require_model(weights, "compiled", "Meanwhile, pick **none (untrained)** or a job checkpoint above: "
+                       "latency does not depend on the weights.")
 
 st.subheader("Backends on this machine")
 fastest = fastest_available(loaded)
@@ -70,15 +38,16 @@ st.dataframe(pd.DataFrame([{"backend": s.title, "available": "✅" if s.availabl
                            for s in backend_status()]), hide_index=True, key="compiled_status")
 st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
 
-names = ["torch", *[n for n in available_names() if n != "torch"]]
+names = backend_choices()
 left, mid, right = st.columns(3)
-state["choice"].setdefault("backend", fastest.name)
-name = left.selectbox("Backend", names, index=_remembered(names, "backend"), key="compiled_backend",
-                      format_func=lambda n: BACKEND_LABELS.get(n, n))
+remembered = state["choice"].setdefault("backend", fastest.name)
+name = left.selectbox("Backend", names, index=names.index(remembered) if remembered in names else 0,
+                      key="compiled_backend", format_func=lambda n: BACKEND_LABELS.get(n, n))
 state["choice"]["backend"] = name
-precision = mid.selectbox("Precision", PRECISIONS if name == "migraphx" else ("fp32",), key="compiled_precision",
-                          help="fp16 / int8 quantisation is a MIGraphX feature (quantize_fp16 / quantize_int8).")
 target = right.selectbox("Target", TARGETS, key="compiled_target", help="auto: the GPU when one is visible")
+precision = mid.selectbox("Precision", precision_choices(name, target), key="compiled_precision",
+                          help="fp16 / int8 quantisation needs MIGraphX (quantize_fp16 / quantize_int8), "
+                               "itself or as ONNX Runtime's execution provider.")
 with st.expander("Tuning options"):
     threads = st.number_input("ONNX Runtime intra-op threads (0 = one per physical core)", 0, 256, 0,
                               key="compiled_threads")
@@ -139,7 +108,7 @@ if st.button("Run benchmark", key="compiled_bench_run", disabled=not (bench_name
     config = BenchConfig(backends=tuple(bench_names), batch_sizes=tuple(sorted(sizes)), iters=iters, warmup=2,
                          options=options)
     rows = run_benchmark(loaded, config, progress=lambda msg, frac: bar.progress(frac, text=msg))
-    state["bench"] = {bench_key: rows_to_json(rows)}
+    state["bench"] = {bench_key: rows}
     bar.empty()
 
 rows = state["bench"].get(bench_key)
@@ -147,16 +116,19 @@ if rows is None and state["bench"]:
     st.caption("Showing the last benchmark (its settings differ from the ones above).")
     rows = next(iter(state["bench"].values()))
 if rows:
-    for row in (r for r in rows if r.get("error")):
-        st.warning(f"{BACKEND_LABELS.get(row['backend'], row['backend'])}: {row['error']}")
-    ok = pd.DataFrame([r for r in rows if not r.get("error")])
-    if not ok.empty:
-        st.dataframe(ok, hide_index=True, key="compiled_bench_table")
-        ok["batch"] = ok["batch_size"].astype(str)
-        fig = px.bar(ok, x="batch", y="p50_ms", color="backend", barmode="group", hover_data=["provider", "p95_ms"],
-                     labels={"p50_ms": "p50 latency (ms)", "batch": "batch size"}, title="Latency per batch (lower "
-                     "is better)")
-        st.plotly_chart(fig, key="compiled_bench_latency")
-        fig = px.bar(ok, x="batch", y="images_per_s", color="backend", barmode="group",
-                     labels={"images_per_s": "images/s", "batch": "batch size"}, title="Throughput (higher is better)")
-        st.plotly_chart(fig, key="compiled_bench_throughput")
+    for row in (r for r in rows if r.error):
+        label = BACKEND_LABELS.get(row.backend, row.backend)
+        (st.info if row.unavailable else st.warning)(f"{label}: {row.error}")
+    table = pd.DataFrame(results_table(rows))
+    if not table.empty:
+        st.dataframe(table, hide_index=True, key="compiled_bench_table",
+                     column_config={"speedup": st.column_config.NumberColumn("x torch", format="%.2fx",
+                                                                             help="p50 of the torch row / this p50")})
+        fig = px.bar(table, x="batch_size", y="p50_ms", color="backend", barmode="group",
+                     hover_data=["provider", "p95_ms", "speedup"], title="Latency per batch (lower is better)",
+                     labels={"p50_ms": "p50 latency (ms)", "batch_size": "batch size"})
+        st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_latency")
+        fig = px.bar(table, x="batch_size", y="images_per_s", color="backend", barmode="group",
+                     labels={"images_per_s": "images/s", "batch_size": "batch size"},
+                     title="Throughput (higher is better)")
+        st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_throughput")

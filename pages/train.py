@@ -7,13 +7,14 @@ app); this page only writes requests to the job store and reads metrics from it.
 import time
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core import datasets, distributed, jobs, settings
 from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
-from dlguide_core.recipes import recipes
+from dlguide_core.recipes import AMP_DTYPE_FLAGS, recipes
 from pages.common import curve_figure, job_store, tf_train_section, training_loss_figure
 
 st.title("Train")
@@ -82,7 +83,7 @@ def pick_dataset() -> datasets.DatasetInfo | None:
     return info
 
 
-def devices_section(name: str, info: datasets.DatasetInfo) -> dict:
+def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -> dict:
     """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
     most, kind = distributed.device_options()
     with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
@@ -100,8 +101,10 @@ def devices_section(name: str, info: datasets.DatasetInfo) -> dict:
             values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes")
             values["rdzv_endpoint"] = c3.text_input("Rendezvous HOST:PORT (this machine)",
                                                     placeholder="node0.example:29400", key=f"train_{name}_rdzv")
-        st.caption(f"Batch size is per device: the global batch is batch size × {values['nproc_per_node']}"
-                   f"{' × machines' if 'nnodes' in values else ''}. The learning rate is used as set unless "
+        batch = int(st.session_state.get(f"train_{name}_batch", default_batch))  # the form's last value
+        st.caption(f"Batch size is per device: at batch size {batch}, "
+                   + distributed.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))
+                   + ". The learning rate is used as set unless "
                    "the linear scaling rule is ticked." + ("" if kind == "GPU" else " Without GPUs, N processes "
                    "share this machine's cores through Gloo: a way to try it, not to go faster."))
         if "nnodes" in values:
@@ -129,7 +132,7 @@ def job_form(info: datasets.DatasetInfo) -> None:
         st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
         return
     d = recipe.config_cls()
-    launch = devices_section(name, info)
+    launch = devices_section(name, info, d.batch_size)
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
@@ -148,6 +151,8 @@ def job_form(info: datasets.DatasetInfo) -> None:
             "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed"),
             "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp"),
             "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last"),
+            "amp_dtype": AMP_DTYPE_FLAGS[c3.selectbox("Mixed precision dtype", list(AMP_DTYPE_FLAGS),
+                                                      key=f"train_{name}_amp_dtype")],
         }
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
     if submitted:
@@ -156,7 +161,8 @@ def job_form(info: datasets.DatasetInfo) -> None:
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
             job = jobs.submit(store, name, cfg)
-            st.success(f"Job {job.id} {job.status}.", icon="🚀")
+            st.success(f"Job {job.id} {job.status}: "
+                       + distributed.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes) + ".", icon="🚀")
         except DlguideError as exc:
             st.error(str(exc), icon="🚫")
 
@@ -255,6 +261,21 @@ def live_view(all_jobs: list) -> None:
         loss_fig, acc_fig = epoch_figures(epochs, log_y)
         left.plotly_chart(loss_fig, key="train_epoch_loss_chart")
         right.plotly_chart(acc_fig, key="train_epoch_acc_chart")
+    for job in chosen:
+        if job.status not in jobs.ACTIVE:
+            per_class_chart(job)
+
+
+def per_class_chart(job: jobs.Job) -> None:
+    """A finished job's top-1 per class at its last epoch (the guide's closing per-class printout)."""
+    per_class = store.per_class_accuracy(job.id)
+    if not per_class:
+        return
+    fig = go.Figure(go.Bar(x=list(per_class), y=list(per_class.values()), marker_color="#1f5fbf",
+                           hovertemplate="%{x}: %{y:.1f} %<extra></extra>"))
+    fig.update_layout(title=f"{job.id}: accuracy per class at the last epoch (%)", height=280,
+                      margin=dict(l=10, r=10, t=40, b=10), yaxis_range=[0, 100])
+    st.plotly_chart(fig, key=f"train_per_class_{job.id}")
 
 
 def view_controls(all_jobs: list) -> None:

@@ -17,11 +17,13 @@ from dlguide_core.backends import (
     BackendUnavailable,
     MigraphxBackend,
     agreement,
+    backend_choices,
     backend_model,
     backend_status,
     compiled_path,
     fastest_available,
     ort_providers,
+    precision_choices,
     prepare_backend,
     prepare_fastest,
     sample_batch,
@@ -96,6 +98,35 @@ def test_migraphx_gpu_target_without_gpu_says_so(fake_migraphx, monkeypatch):
     assert not status.available and "no AMD GPU visible" in status.reason
 
 
+def test_backend_choices_put_torch_first_then_what_runs_here(monkeypatch):
+    monkeypatch.setitem(sys.modules, "migraphx", None)
+    assert backend_choices() == ["torch", "onnxruntime"]
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert backend_choices() == ["torch"]
+
+
+def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx):
+    assert backend_choices() == ["torch", "onnxruntime", "migraphx"]
+
+
+def test_precision_choices_follow_what_can_run(fake_migraphx, monkeypatch):
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    assert precision_choices("torch") == ("fp32",)
+    assert precision_choices("onnxruntime") == ("fp32",)  # fp16/int8 need ORT's MIGraphX provider
+    assert precision_choices("migraphx", "cpu") == ("fp32", "fp16", "int8")
+    monkeypatch.setattr(onnxruntime, "get_available_providers",
+                        lambda: ["MIGraphXExecutionProvider", "CPUExecutionProvider"])
+    assert precision_choices("onnxruntime") == ("fp32", "fp16", "int8")
+    assert precision_choices("onnxruntime", "cpu") == ("fp32",)  # the CPU provider alone cannot quantise
+
+
+def test_torch_refuses_other_precisions_as_a_state(cifar):
+    status = _status("torch", BackendOptions(precision="fp16"))
+    assert not status.available and "fp32 only" in status.reason
+    with pytest.raises(BackendUnavailable, match="fp32 only"):
+        prepare_backend("torch", cifar, options=BackendOptions(precision="int8"))
+
+
 def test_unknown_backend_and_bad_options_name_the_choices():
     with pytest.raises(ValueError, match="torch, onnxruntime, migraphx"):
         backends.backend_class("tensorrt")
@@ -148,8 +179,11 @@ def test_onnxruntime_backend_matches_eager_and_reports_its_provider(cifar):
     assert info["setup_s"] >= 0 and Path(info["onnx"]).is_file()
 
 
-def test_onnxruntime_fp16_needs_the_migraphx_provider(cifar):
-    with pytest.raises(BackendError, match="needs the MIGraphX execution provider"):
+def test_onnxruntime_fp16_needs_the_migraphx_provider(cifar, monkeypatch):
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    status = _status("onnxruntime", BackendOptions(precision="fp16"))
+    assert not status.available and "needs the MIGraphX execution provider" in status.reason
+    with pytest.raises(BackendUnavailable, match="needs the MIGraphX execution provider"):
         prepare_backend("onnxruntime", cifar, options=BackendOptions(precision="fp16"))
 
 

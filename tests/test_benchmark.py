@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.backends import BackendOptions
+from dlguide_core.backends import BackendError, BackendOptions, OnnxRuntimeBackend
 from dlguide_core.benchmark import (
     ROW_KEYS,
     BenchConfig,
     BenchRow,
     latency_stats,
+    results_table,
     rows_to_json,
     run_benchmark,
+    run_failed,
     speedups,
     time_runs,
 )
@@ -61,24 +63,65 @@ def test_rows_for_each_backend_and_batch_with_agreement(cifar, monkeypatch):
         assert row.top1_agree == row.top5_agree == 1.0 and row.max_abs_diff <= 1e-4
     assert ok[2].provider == "CPUExecutionProvider"
     (error,) = [r for r in rows if r.error]
-    assert error.backend == "migraphx" and "migraphx not installed" in error.error
+    assert error.backend == "migraphx" and "migraphx not installed" in error.error and error.unavailable
     assert seen[-1] == 1.0 and seen == sorted(seen)
     assert set(speedups(rows)) == {("torch", 1), ("torch", 3), ("onnxruntime", 1), ("onnxruntime", 3)}
 
 
 def test_json_rows_have_exactly_the_contract_keys():
     rows = rows_to_json([BenchRow("torch", "cpu", 1, 1.0, 2.0, 3.0, 0.0, 1.0, 1.0, 0.0),
-                         BenchRow("migraphx", error="MIGraphX is unavailable: module migraphx not installed")])
+                         BenchRow("migraphx", error="MIGraphX is unavailable: module migraphx not installed",
+                                  unavailable=True)])
     assert list(rows[0]) == list(ROW_KEYS)
-    assert list(rows[1]) == [*ROW_KEYS, "error"] and rows[1]["p50_ms"] is None
+    assert list(rows[1]) == [*ROW_KEYS, "error"] and rows[1]["p50_ms"] is None  # `unavailable` stays out
     json.dumps(rows)  # plain JSON types only
 
 
-def test_a_backend_that_fails_to_prepare_gets_an_error_row_per_batch(cifar):
-    config = BenchConfig(backends=("onnxruntime",), batch_sizes=(1,), iters=1, warmup=0,
+def test_a_precision_the_provider_lacks_is_an_unavailable_row(cifar):
+    config = BenchConfig(backends=("onnxruntime",), batch_sizes=(1, 2), iters=1, warmup=0,
                          options=BackendOptions(precision="fp16"))
     (row,) = run_benchmark(cifar, config)
-    assert row.batch_size == 1 and "needs the MIGraphX execution provider" in row.error
+    assert row.unavailable and row.batch_size is None and "needs the MIGraphX execution provider" in row.error
+
+
+def test_a_backend_that_fails_while_running_gets_an_error_row_per_batch(cifar, monkeypatch):
+    def broken_run(self, batch):
+        raise BackendError("ONNX Runtime failed: device lost")
+
+    monkeypatch.setattr(OnnxRuntimeBackend, "run", broken_run)
+    config = BenchConfig(backends=("torch", "onnxruntime"), batch_sizes=(1, 2), iters=1, warmup=0)
+    rows = run_benchmark(cifar, config)
+    failed = [r for r in rows if r.error]
+    assert [(r.backend, r.batch_size, r.unavailable) for r in failed] == [("onnxruntime", 1, False),
+                                                                          ("onnxruntime", 2, False)]
+    assert all("device lost" in r.error for r in failed) and run_failed(rows)
+
+
+def _ok(backend: str, batch: int, p50: float) -> BenchRow:
+    return BenchRow(backend, "cpu", batch, p50, p50, 1.0, 0.0, 1.0, 1.0, 0.0)
+
+
+UNAVAILABLE = BenchRow("migraphx", error="MIGraphX is unavailable: module migraphx not installed", unavailable=True)
+FAILED = BenchRow("onnxruntime", batch_size=1, error="ONNX Runtime failed: device lost")
+
+
+@pytest.mark.parametrize("rows,failed", [
+    ([_ok("torch", 1, 5.0), UNAVAILABLE], False),  # an unavailable backend is normal output
+    ([_ok("torch", 1, 5.0)], False),
+    ([_ok("torch", 1, 5.0), FAILED], True),  # an available backend failed
+    ([UNAVAILABLE], True),  # nothing produced numbers
+    ([], True),
+])
+def test_run_failed_counts_failures_not_unavailable_backends(rows, failed):
+    assert run_failed(rows) is failed
+
+
+def test_results_table_adds_the_speedup_over_torch_at_the_same_batch():
+    rows = [_ok("torch", 1, 10.0), _ok("onnxruntime", 1, 4.0), _ok("onnxruntime", 8, 20.0), UNAVAILABLE]
+    table = results_table(rows)
+    assert [(r["backend"], r["batch_size"], r["speedup"]) for r in table] == [
+        ("torch", 1, 1.0), ("onnxruntime", 1, 2.5), ("onnxruntime", 8, None)]  # no torch row at batch 8
+    assert list(table[0]) == [*ROW_KEYS, "speedup"]
 
 
 def test_torch_row_stays_fp32_whatever_the_compiled_precision(cifar):

@@ -1,5 +1,6 @@
 """The CLI contracts of issue 2: devices --json, classify --json and its exit codes."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli import main
+from dlguide_core.cli.common import download_progress, positive_int
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +59,8 @@ def test_classify_bad_checkpoint_is_a_usage_error(capsys, sample_jpeg, tmp_path)
     assert code == 2 and "not found" in err
 
 
-@pytest.mark.parametrize("argv", [["classify"], ["classify", "x.jpg", "--top", "0"], ["nonsense"]])
+@pytest.mark.parametrize("argv", [["classify"], ["classify", "x.jpg", "--top", "0"],
+                                  ["classify", "x.jpg", "--batch-size", "two"], ["nonsense"]])
 def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -81,3 +84,19 @@ def test_module_entry_point_and_parity_with_the_guide(fake_imagenet, sample_jpeg
     ids, probs = guide_snippet(reference.eval(), sample_jpeg)
     assert [t["index"] for t in entry["top"]] == ids
     assert max(abs(t["prob"] - p) for t, p in zip(entry["top"], probs)) <= 1e-4
+
+
+def test_positive_int_accepts_one_and_up():
+    assert positive_int("3") == 3
+    for bad, message in (("0", "at least 1"), ("-2", "at least 1"), ("x", "integer")):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            positive_int(bad)
+
+
+def test_download_progress_draws_one_line_on_a_terminal_only(capsys, monkeypatch):
+    assert download_progress("weights") is None  # captured stderr is no terminal: no \r spam in logs
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    show = download_progress("weights")
+    show(50, 200)
+    show(3 * 2**20, 0)  # no Content-Length: MiB so far
+    assert capsys.readouterr().err == "\rdownloading weights  25.0%\rdownloading weights 3.0 MiB"

@@ -35,12 +35,24 @@ def test_prepare_json_is_idempotent_and_refuses_broken_layouts(tmp_path: Path, c
 
 def test_train_foreground_then_jobs_show_list_and_export(tmp_path: Path, capsys) -> None:
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=4, val_per_class=1)
-    code, result = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "2",
-                            "--workers", "0", "--device", "cpu", "--seed", "3", "--json")
-    assert code == 0 and result["status"] == "succeeded" and Path(result["checkpoint"]).is_file()
+    assert main(["train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "2", "--workers", "0",
+                 "--device", "cpu", "--seed", "3", "--amp", "--amp-dtype", "fp16", "--json"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["status"] == "succeeded" and Path(result["checkpoint"]).is_file()
+    assert "global batch 4 (4 per device x 1 process x 1 machine)" in captured.err
     code, shown = cli_json(capsys, "jobs", "show", result["job_id"], "--json")
     for key in ("id", "status", "recipe", "pid", "config", "error", "checkpoint", "last_step", "epochs"):
         assert key in shown, key
+    assert shown["config"]["amp"] and shown["config"]["amp_dtype"] == "float16"
+    assert shown["planned_epochs"] == 2 and isinstance(shown["epochs"], list)
+    per_class = shown["per_class_accuracy"]
+    assert list(per_class) == ["class_0", "class_1"] and all(0.0 <= v <= 100.0 for v in per_class.values())
+    assert per_class == shown["epochs"][-1]["per_class"]  # the last epoch's, from the val set
+    assert main(["jobs", "show", result["job_id"]]) == 0
+    text = capsys.readouterr().out
+    assert "per-class accuracy (last epoch):" in text
+    assert f"class_1  {per_class['class_1']:5.1f} %" in text
     assert set(shown["last_step"]) >= {"step", "epoch", "loss", "lr", "images_per_s", "time"}
     assert shown["last_step"]["step"] == 4 and shown["config"]["seed"] == 3
     assert [{k: e[k] for k in ("epoch",)} for e in shown["epochs"]] == [{"epoch": 0}, {"epoch": 1}]
@@ -59,6 +71,46 @@ def test_train_refuses_bad_settings_with_exit_code_2(tmp_path: Path, capsys) -> 
     with pytest.raises(SystemExit) as exc:
         main(["train", "--recipe", "resnet", "--data", str(data)])
     assert exc.value.code == 2
+
+
+def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) -> None:
+    from dlguide_core.cli import build_parser
+    from dlguide_core.cli.train import build_config
+
+    args = build_parser().parse_args(["train", "--recipe", "cifar_net", "--data", str(tmp_path), "--amp"])
+    assert build_config(args).amp_dtype == "bfloat16"
+    args = build_parser().parse_args(["train", "--recipe", "inception_v3", "--data", str(tmp_path),
+                                      "--amp-dtype", "fp16"])
+    assert build_config(args).amp_dtype == "float16"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--recipe", "cifar_net", "--data", str(tmp_path), "--amp-dtype", "fp8"])
+
+
+def test_tf_recipe_without_tensorflow_exits_2_with_the_reason(tmp_path: Path, capsys, monkeypatch) -> None:
+    from dlguide_core import recipes, tf_recipes
+
+    reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
+    monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, reason))
+    monkeypatch.setattr(recipes, "_REGISTRY", {n: r for n, r in recipes._REGISTRY.items()
+                                               if n not in recipes.TENSORFLOW_RECIPES})  # as on a host without TF
+    for name in recipes.TENSORFLOW_RECIPES:
+        assert main(["train", "--recipe", name, "--data", str(tmp_path)]) == 2
+        assert capsys.readouterr().err.strip() == f"error: {reason}"
+    assert JobStore().list_jobs() == []
+
+
+def test_sync_batchnorm_on_a_cpu_job_is_refused_before_it_is_queued(tmp_path: Path, capsys, monkeypatch) -> None:
+    import torch
+
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1)
+    base = ["train", "--recipe", "cifar_net", "--data", str(data), "--nproc-per-node", "2", "--sync-batchnorm"]
+    assert main([*base, "--device", "cpu"]) == 2
+    assert "sync batchnorm needs GPUs" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(base) == 2  # device auto on a machine without GPUs
+    err = capsys.readouterr().err
+    assert "sync batchnorm needs GPUs" in err and len(err.strip().splitlines()) == 1
+    assert JobStore().list_jobs() == []
 
 
 @pytest.mark.slow

@@ -42,6 +42,9 @@ def test_missing_imagenet_weights_ask_before_downloading(job_checkpoint):
     assert any("not cached" in w.value for w in at.warning)
     assert at.button(key="compiled_download_weights")
     assert not at.dataframe  # stopped before any backend work
+    at.button(key="compiled_download_weights").click().run()  # the helper shared with Classify
+    assert any("could not be downloaded" in e.value for e in at.error) and not at.exception
+    assert not at.dataframe
 
 
 def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch):
@@ -70,6 +73,7 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     at.button(key="compiled_bench_run").click().run()
     table = _table(at, "p50_ms")
     assert list(table["backend"]) == ["torch", "onnxruntime"] and (table["p50_ms"] > 0).all()
+    assert table["speedup"].iloc[0] == 1.0 and table["speedup"].iloc[1] > 0  # vs the torch row
     assert len(at.get("plotly_chart")) >= 2 and len(calls) == 1
 
     at.switch_page("pages/devices.py").run()

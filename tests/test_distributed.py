@@ -40,8 +40,8 @@ def test_env_is_read_from_torchrun_variables() -> None:
 
 
 def test_backend_and_device_per_local_rank() -> None:
-    assert D.backend_for(torch.device("cpu")) == "gloo"
-    assert D.backend_for(torch.device("cuda", 1)) == "nccl"  # RCCL on ROCm builds, under the same name
+    if not torch.cuda.is_available():
+        assert D.process_group_backend() == "gloo"
     env = D.DistEnv(rank=1, local_rank=1, world_size=2, local_world_size=2)
     assert D.device_for("cpu", env) == torch.device("cpu")
     if not torch.cuda.is_available():
@@ -69,10 +69,37 @@ def test_sharded_sampler_splits_each_epoch_and_skips_on_resume() -> None:
     assert sorted(sum(val, [])) == list(range(10))  # no padding: the whole val set exactly once
 
 
+def test_one_seeded_epoch_shuffle_serves_both_samplers() -> None:
+    from dlguide_core.training import EpochSampler
+
+    order = D.epoch_permutation(10, seed=5, epoch=2)
+    assert sorted(order) == list(range(10)) and order != D.epoch_permutation(10, seed=5, epoch=3)
+    single = EpochSampler(10, seed=5)
+    single.set_position(2, 4)
+    assert list(single) == order[4:]  # a resume skips exactly what was trained on
+    sharded = D.ShardedEpochSampler(TensorDataset(torch.arange(10)), 2, 1, seed=5)
+    sharded.set_position(2, 0)
+    assert list(sharded) == order[1::2]
+
+
 def test_steps_lr_and_batch_arithmetic() -> None:
     assert D.steps_per_epoch(100, 8, 1) == 13 and D.steps_per_epoch(100, 8, 2) == 7
     assert D.scaled_lr(0.1, 8, False) == 0.1 and D.scaled_lr(0.1, 8, True) == pytest.approx(0.8)
-    assert D.global_batch(32, 8) == 256
+    assert D.global_batch(32, 8) == 256 and D.global_batch(32, 8, 2) == 512
+    assert D.describe_batch(32, 8, 2) == "global batch 512 (32 per device x 8 processes x 2 machines)"
+    assert D.describe_batch(4) == "global batch 4 (4 per device x 1 process x 1 machine)"
+
+
+def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
+    with pytest.raises(D.DistributedError, match="sync batchnorm needs GPUs"):
+        D.check_devices("cpu", True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(D.DistributedError, match="sync batchnorm needs GPUs"):
+        D.check_devices("auto", True)
+    D.check_devices("auto", False)
+    D.check_devices("cuda", True)  # a GPU job: resolve_device says so if there is none
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    D.check_devices("auto", True)
 
 
 def test_launch_commands_single_and_multi_node() -> None:
@@ -138,7 +165,7 @@ def _toy_worker(rank: int, world: int, batch: int, port: int, out: str) -> None:
     torch.set_num_threads(1)
     env, device = D.DistEnv.from_env(), torch.device("cpu")
     if env.enabled:
-        D.init_process_group(env, device, timeout_s=60)
+        D.join_group(env, timeout_s=60)
     generator = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(48, 8, generator=generator), torch.randint(0, 3, (48,), generator=generator))
     torch.manual_seed(0)
@@ -303,4 +330,5 @@ def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path
     assert [c.value for c in at.code] == [
         f"python -m dlguide_core train --recipe cifar_net --data {tmp_path / 'roots' / 'toy'} --nproc-per-node 2 "
         "--nnodes 2 --node-rank 1 --rdzv-endpoint node0.example:29400"]
-    assert any("global batch is batch size × 2" in c.value for c in at.caption)
+    # The global batch as a number: cifar_net's batch 4 per device x 2 processes x 2 machines.
+    assert any("global batch 16 (4 per device x 2 processes x 2 machines)" in c.value for c in at.caption)

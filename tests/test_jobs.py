@@ -64,6 +64,42 @@ def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> No
     assert jobs.max_concurrent() == 3
 
 
+def test_queue_counts_a_job_as_the_devices_it_uses(monkeypatch) -> None:
+    import torch
+
+    monkeypatch.delenv("DLGUIDE_MAX_JOBS", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    capacity = jobs.max_concurrent()
+    assert capacity == 8
+    store = JobStore()
+    big = store.create("cifar_net", "pytorch", {"nproc_per_node": 8})
+    half = [store.create("cifar_net", "pytorch", {"nproc_per_node": 4}) for _ in range(2)]
+    small = store.create("cifar_net", "pytorch", {})
+    assert store.claim_next(capacity).id == big.id
+    assert store.claim_next(capacity) is None  # the 8-process job fills the 8-GPU machine
+    store.finish(big.id, "succeeded")
+    first, second = store.claim_next(capacity), store.claim_next(capacity)
+    assert (first.id, first.slot, second.id, second.slot) == (half[0].id, 0, half[1].id, 4)  # devices 0-3, 4-7
+    assert store.claim_next(capacity) is None  # 4 + 4 devices in use: the one-device job waits
+    store.finish(half[0].id, "succeeded")
+    third = store.claim_next(capacity)
+    assert (third.id, third.slot) == (small.id, 0)
+    for job in (half[1], small):
+        store.finish(job.id, "succeeded")
+    huge = store.create("cifar_net", "pytorch", {"nproc_per_node": 16})
+    assert store.claim_next(capacity).id == huge.id  # bigger than the machine: it runs alone, torchrun says why
+
+
+def test_per_class_accuracy_is_the_last_epochs() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    assert store.per_class_accuracy(job.id) == {}
+    store.add_epoch(job.id, 0, {"top1": 50.0, "per_class": {"cat": 40.0, "dog": 60.0}})
+    store.add_epoch(job.id, 1, {"top1": 75.0, "per_class": {"cat": 70.0, "dog": 80.0}})
+    assert store.per_class_accuracy(job.id) == {"cat": 70.0, "dog": 80.0}
+
+
 def test_a_dead_process_is_marked_interrupted_with_its_reason() -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})

@@ -51,11 +51,74 @@ def test_configs_carry_the_guides_defaults() -> None:
     assert (text.embedding_dim, text.dropout, text.epochs) == (16, 0.2, 10)
 
 
-@pytest.mark.parametrize("bad", [{"epochs": 0}, {"lr": 0.0}, {"device": "cuda"}, {"validation_split": 1.0},
+@pytest.mark.parametrize("bad", [{"epochs": 0}, {"lr": 0.0}, {"device": "tpu"}, {"validation_split": 1.0},
                                  {"dropout": 1.0}, {"max_tokens": 1}])
 def test_impossible_text_settings_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         TextClassificationConfig(**bad)
+
+
+def test_tf_configs_accept_the_cuda_device_the_cli_offers() -> None:
+    assert FashionMnistConfig(device="cuda").device == "cuda"
+    assert TextClassificationConfig(device="cuda:1").device == "cuda:1"
+    for bad in ("cpu:1", "cuda:x", "gpu"):
+        with pytest.raises(ConfigError, match="auto, cpu, cuda or cuda:N"):
+            FashionMnistConfig(device=bad)
+
+
+class _FakeTfConfig:
+    """tf.config's GPU calls, recording what the recipe asked for (no TensorFlow import needed)."""
+
+    def __init__(self, gpus: list[str]) -> None:
+        self.gpus, self.visible, self.growth = gpus, None, []
+        self.experimental = type("Experimental", (), {"set_memory_growth": lambda _, g, on: self.growth.append(g)})()
+
+    def list_physical_devices(self, kind: str) -> list[str]:
+        return list(self.gpus)
+
+    def set_visible_devices(self, devices: list[str], kind: str) -> None:
+        self.visible = devices
+
+
+def _fake_tf(gpus: list[str]) -> Any:
+    return type("FakeTf", (), {"config": _FakeTfConfig(gpus)})()
+
+
+def test_device_cuda_maps_to_a_tensorflow_gpu_or_says_there_is_none() -> None:
+    tf = _fake_tf(["GPU:0", "GPU:1"])
+    tf_recipes._configure_gpus(tf, "cuda:1", slot=0)
+    assert tf.config.visible == ["GPU:1"] and tf.config.growth == ["GPU:0", "GPU:1"]
+    tf = _fake_tf(["GPU:0", "GPU:1"])
+    tf_recipes._configure_gpus(tf, "cuda", slot=1)  # plain cuda: the GPU the queue's slot names
+    assert tf.config.visible == ["GPU:1"]
+    with pytest.raises(ConfigError, match="TensorFlow sees no GPU") as exc:
+        tf_recipes._configure_gpus(_fake_tf([]), "cuda", slot=0)
+    assert "\n" not in str(exc.value) and "--device auto or cpu" in str(exc.value)
+    with pytest.raises(ConfigError, match="sees 2 GPU"):
+        tf_recipes._configure_gpus(_fake_tf(["GPU:0", "GPU:1"]), "cuda:2", slot=0)
+    tf = _fake_tf(["GPU:0"])
+    tf_recipes._configure_gpus(tf, "cpu", slot=0)
+    assert tf.config.visible == []
+
+
+def test_finished_models_reads_through_the_store_it_is_given(monkeypatch) -> None:
+    from dlguide_core import jobs
+
+    store = JobStore()
+    job = store.create(FASHION_RECIPE, "tensorflow", FashionMnistConfig().__dict__)
+    store.finish(job.id, "succeeded")
+    (job.job_dir / tf_recipes.FASHION_MODEL_FILE).write_bytes(b"a model")
+    (job.job_dir / tf_recipes.EVALUATION_FILE).write_text(json.dumps(
+        {"recipe": FASHION_RECIPE, "model": tf_recipes.FASHION_MODEL_FILE, "test_accuracy": 0.5}))
+
+    def no_new_store(*args, **kwargs):
+        raise AssertionError("finished_models opened a store of its own")
+
+    monkeypatch.setattr(jobs, "JobStore", no_new_store)
+    [info] = tf_recipes.finished_models(FASHION_RECIPE, store)
+    assert info.job_id == job.id and info.evaluation["test_accuracy"] == 0.5
+    assert tf_recipes.finished_models(TEXT_RECIPE, store) == []
+    assert store.get(job.id).status == "succeeded"  # the caller's store is left open
 
 
 def _python(code: str) -> str:

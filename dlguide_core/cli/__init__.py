@@ -3,9 +3,9 @@
 Each subcommand lives in its own module here with `register(subparsers)`, which
 adds its parser and sets `func(args) -> exit code`.
 
-Exit codes (a contract other tools rely on): 0 success, 1 some work failed,
-2 usage errors (bad arguments, unreadable checkpoint, path outside the data roots),
-3 weights unavailable offline.
+Exit codes (a contract other tools rely on, defined once in `cli.common`): 0 success,
+1 some work failed, 2 usage errors (bad arguments, unreadable checkpoint, path outside the
+data roots), 3 weights unavailable offline.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import importlib
 import sys
 
 from dlguide_core import __version__
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
 from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, WeightsUnavailable
 
 COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench")
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:

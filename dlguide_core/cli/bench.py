@@ -1,8 +1,16 @@
 """`bench --weights W --backends torch,onnxruntime[,migraphx] --batch-sizes 1,8 --iters N --json`.
 
 Prints a JSON list of rows {backend, provider, batch_size, p50_ms, p95_ms, images_per_s,
-max_abs_diff, top1_agree, top5_agree, setup_s}; an unavailable backend gets a row with
-`error` saying why, and the exit code is then 1 (some work failed).
+max_abs_diff, top1_agree, top5_agree, setup_s}; a backend that cannot run here gets a row
+with `error` saying why. The table (without --json) adds each row's speed-up over the torch row.
+
+Exit codes:
+  0  every backend that is available here ran; an unavailable one (module, execution provider
+     or GPU missing) only gets its `error` row, so `--backends torch,onnxruntime,migraphx` is
+     fine on a machine without MIGraphX
+  1  an available backend failed while preparing or running, or no backend produced numbers
+  2  usage errors (bad flags, unreadable checkpoint)
+  3  `--weights imagenet` offline with no cached file
 """
 
 from __future__ import annotations
@@ -11,7 +19,8 @@ import argparse
 import json
 
 from dlguide_core.backends import BACKENDS, PRECISIONS, TARGETS, BackendOptions
-from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark
+from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed, speedups
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
 from dlguide_core.models import load_model
 
 
@@ -34,20 +43,16 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("bench", help="latency and agreement of torch / onnxruntime / migraphx vs eager")
+    help_text = "latency and agreement of torch / onnxruntime / migraphx vs eager"
+    p = subparsers.add_parser("bench", help=help_text, description=f"{help_text}.",
+                              epilog="".join((__doc__ or "").partition("Exit codes:")[1:]),  # -OO drops docstrings
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
     p.add_argument("--backends", type=_names, default=("torch", "onnxruntime"), metavar="A,B",
                    help=f"comma-separated, from {', '.join(BACKENDS)} (default torch,onnxruntime)")
     p.add_argument("--batch-sizes", type=_sizes, default=(1, 8, 32), metavar="1,8,32")
-    p.add_argument("--iters", type=_positive, default=20, help="timed runs per batch size (default 20)")
+    p.add_argument("--iters", type=positive_int, default=20, help="timed runs per batch size (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32", help="compiled backends' precision")
     p.add_argument("--target", choices=TARGETS, default="auto", help="gpu, cpu, or auto (GPU when present)")
@@ -70,13 +75,19 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows_to_json(rows), indent=2))
     else:
         print(f"{loaded.label} · {loaded.arch} · {args.iters} runs after {args.warmup} warm-up")
-        print(f"{'backend':12} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
-              f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8}")
-        for r in rows:
-            if r.error:
-                print(f"{r.backend:12} ERROR {r.error}")
-                continue
-            print(f"{r.backend:12} {r.provider:28.28} {r.batch_size:5d} {r.p50_ms:9.2f} {r.p95_ms:9.2f} "
-                  f"{r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} {r.top5_agree:5.2f} "
-                  f"{r.setup_s:8.2f}")
-    return 1 if any(r.error for r in rows) else 0
+        _print_table(rows)
+    return EXIT_FAILED if run_failed(rows) else EXIT_OK
+
+
+def _print_table(rows: list) -> None:
+    ratio = speedups(rows)
+    print(f"{'backend':12} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
+          f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8}")
+    for r in rows:
+        if r.error:
+            print(f"{r.backend:12} {'UNAVAILABLE' if r.unavailable else 'ERROR'} {r.error}")
+            continue
+        speedup = ratio.get((r.backend, r.batch_size))
+        print(f"{r.backend:12} {r.provider:28.28} {r.batch_size:5d} {r.p50_ms:9.2f} {r.p95_ms:9.2f} "
+              f"{r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} {r.top5_agree:5.2f} "
+              f"{r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")

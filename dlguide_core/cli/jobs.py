@@ -33,9 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
+    """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
+    count (Job.epochs, else the config's) is `planned_epochs`."""
     data = job.to_json()
+    data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
     data["last_step"] = store.last_step(job.id)
     data["epochs"] = store.epochs(job.id)
+    data["per_class_accuracy"] = store.per_class_accuracy(job.id)
     return data
 
 
@@ -75,7 +79,18 @@ def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
     for row in data["epochs"]:
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))
+    _print_per_class(data["per_class_accuracy"])
     return 0
+
+
+def _print_per_class(per_class: dict[str, float]) -> None:
+    """The guide's closing table: "Accuracy for class: plane is 37.9 %", one line per class."""
+    if not per_class:
+        return
+    print("  per-class accuracy (last epoch):")
+    width = max(len(name) for name in per_class)
+    for name, accuracy in per_class.items():
+        print(f"    {name:<{width}}  {accuracy:5.1f} %")
 
 
 def _cancel(store: jobs.JobStore, args: argparse.Namespace) -> int:

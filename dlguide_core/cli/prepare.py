@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dlguide_core import datasets
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,16 +25,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = Path(args.dir).expanduser().resolve()
-    progress = _progress if sys.stderr.isatty() else None
+    progress = download_progress("the dataset")
     if args.dataset == "cifar10":
         if args.download:
             datasets.fetch_cifar10(target, progress)
         info = datasets.detect(target)
         if info is None or info.kind != "cifar10":
             print(f"error: no {datasets.CIFAR10_FOLDER} in {target}; add --download", file=sys.stderr)
-            return 1
+            return EXIT_FAILED
         _emit(args.json, {"path": str(target), "dataset": "cifar10", "classes": len(info.classes)})
-        return 0
+        return EXIT_OK
     if args.download and not (target / "train").is_dir():
         target = datasets.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
                                               progress)
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     _emit(args.json, {"path": str(target), "dataset": "tiny-imagenet", "moved": report.moved,
                       "already_in_place": report.already_in_place, "total": report.total,
                       "classes": report.classes})
-    return 0
+    return EXIT_OK
 
 
 def _emit(as_json: bool, data: dict) -> None:
@@ -53,8 +54,3 @@ def _emit(as_json: bool, data: dict) -> None:
     else:
         print(f"{data['path']}: moved {data['moved']} val images, {data['already_in_place']} already in place "
               f"({data['total']} in {data['classes']} classes)")
-
-
-def _progress(done: int, total: int) -> None:
-    pct = f"{100 * done / total:5.1f}%" if total else f"{done / 2**20:.1f} MiB"
-    print(f"\rdownloading {pct}", end="", file=sys.stderr, flush=True)

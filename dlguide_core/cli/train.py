@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dlguide_core import distributed, jobs
 from dlguide_core.job_runner import run_job
-from dlguide_core.recipes import ConfigError, get_recipe, recipes
+from dlguide_core.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
 from dlguide_core.sinks import ConsoleSink
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -27,7 +27,8 @@ FIELDS = ("epochs", "batch_size", "lr", "image_size", "max_steps", "weights", "w
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("train", help="train a recipe as a job (foreground by default)")
-    p.add_argument("--recipe", required=True, choices=sorted(recipes()))
+    # The TensorFlow names are always accepted, so a machine without TensorFlow says why it cannot run them.
+    p.add_argument("--recipe", required=True, choices=sorted({*recipes(), *TENSORFLOW_RECIPES}))
     p.add_argument("--data", required=True, metavar="DIR", help="dataset folder (see `prepare`)")
     p.add_argument("--epochs", type=int, metavar="N")
     p.add_argument("--batch-size", type=int, metavar="B")
@@ -37,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", metavar="imagenet|none|PATH")
     p.add_argument("--workers", type=int, metavar="N", help="DataLoader worker processes")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--amp", action="store_true", help="mixed precision on GPUs (bf16 autocast)")
+    p.add_argument("--amp", action="store_true", help="mixed precision on GPUs (autocast in --amp-dtype)")
+    p.add_argument("--amp-dtype", choices=tuple(AMP_DTYPE_FLAGS), default="bf16",
+                   help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)")
     p.add_argument("--label-smoothing", type=float, metavar="X")
     p.add_argument("--seed", type=int, metavar="N")
     dist = p.add_argument_group("several devices or machines (torchrun + DDP; see docs/DISTRIBUTED.md)")
@@ -64,7 +67,13 @@ def build_config(args: argparse.Namespace):
     for flag in ("amp", "sync_batchnorm", "scale_lr"):
         if getattr(args, flag):
             overrides[flag] = True
-    return get_recipe(args.recipe).make_config(**overrides)
+    recipe = get_recipe(args.recipe)
+    if recipe.framework == "pytorch":  # the TensorFlow recipes have no autocast setting
+        overrides["amp_dtype"] = AMP_DTYPE_FLAGS[args.amp_dtype]
+    cfg = recipe.make_config(**overrides)
+    if recipe.framework == "pytorch":
+        distributed.check_devices(cfg.device, cfg.sync_batchnorm)
+    return cfg
 
 
 def join_run(args: argparse.Namespace) -> int:
@@ -95,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         return join_run(args)
     try:
         cfg = build_config(args)
-    except ConfigError as exc:
+    except (ConfigError, distributed.DistributedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not Path(cfg.data).is_dir():
@@ -114,8 +123,13 @@ def run(args: argparse.Namespace) -> int:
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
     store.claim(job_id, os.getpid())
+    job = store.get(job_id, refresh=False)
     print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)
-    command = jobs.job_command(store.get(job_id, refresh=False))
+    if "batch_size" in job.config:
+        print(f"job {job_id}: " + distributed.describe_batch(int(job.config["batch_size"]),
+                                                            int(job.config.get("nproc_per_node", 1)),
+                                                            int(job.config.get("nnodes", 1))), file=sys.stderr)
+    command = jobs.job_command(job)
     if command[2] == "torch.distributed.run":
         status = _run_torchrun(store, job_id, command)
     else:

@@ -210,9 +210,15 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900)
     single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
     rss_before = server.memory_info().rss
+    samples: list[int] = []
+    done = threading.Event()
+    sampler = threading.Thread(target=sample_rss, args=(server, samples, done), daemon=True)
+    sampler.start()
     start = time.perf_counter()
     many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000)
     wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
     rss_after = server.memory_info().rss
     single_p95, many_p95 = percentile(single, 95), percentile(many, 95)
     return {
@@ -224,7 +230,16 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
         "throughput_per_s": len(many) / wall if wall else 0.0,
         "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
         "rss_growth": (rss_after - rss_before) / rss_before,
+        # RSS at 0, 25, 50, 75 and 100 % of the concurrent phase: a plateau is allocator warm-up, a slope a leak
+        "rss_quartiles_mb": [samples[min(len(samples) - 1, int(q * (len(samples) - 1)))] / 2**20
+                             for q in (0, 0.25, 0.5, 0.75, 1.0)] if samples else [],
+        "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "default"),
     }
+
+
+def sample_rss(server: psutil.Process, samples: list[int], done: threading.Event, every_s: float = 1.0) -> None:
+    while not done.wait(every_s):
+        samples.append(server.memory_info().rss)
 
 
 def serve(port: int, env: dict[str, str]) -> subprocess.Popen:

@@ -196,12 +196,15 @@ def job_actions(all_jobs: list) -> None:
                             format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")
     job = by_id[job_id]
     try:
+        # Each action reruns the page so the table above shows the new status now, not at the next refresh.
         if cancel.button("Cancel", key="train_cancel", disabled=job.status not in jobs.ACTIVE):
             store.request_cancel(job_id)
             st.toast(f"Cancelling {job_id} at its next step")
+            st.rerun()
         if resume.button("Resume", key="train_resume", disabled=job.status not in jobs.RESUMABLE):
             jobs.resume(store, job_id)
             st.toast(f"Resumed {job_id}")
+            st.rerun()
         if delete.button("Delete", key="train_delete", disabled=job.status in jobs.ACTIVE):
             store.delete(job_id)
             st.rerun()

@@ -74,3 +74,21 @@ def test_a_recipe_from_another_module_registers_and_imports_lazily(monkeypatch) 
 def test_unknown_recipe_names_the_choices() -> None:
     with pytest.raises(ConfigError, match="inception_v3"):
         get_recipe("resnet")
+
+
+def test_sync_batchnorm_on_the_cpu_is_refused_by_the_config() -> None:
+    with pytest.raises(ConfigError, match="sync batchnorm needs GPUs"):
+        CifarNetConfig(device="cpu", sync_batchnorm=True, nproc_per_node=2)
+    assert CifarNetConfig(device="cuda", sync_batchnorm=True).sync_batchnorm
+
+
+def test_a_missing_tensorflow_recipe_is_explained_not_unknown(monkeypatch) -> None:
+    from dlguide_core import tf_recipes
+
+    monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, "no TF here"))
+    monkeypatch.setattr(recipes, "_REGISTRY", {n: r for n, r in recipes._REGISTRY.items()
+                                               if n not in recipes.TENSORFLOW_RECIPES})
+    with pytest.raises(ConfigError, match="^no TF here$"):
+        get_recipe("tf_fashion_mnist")
+    with pytest.raises(ConfigError, match="unknown recipe 'resnet'"):
+        get_recipe("resnet")

@@ -10,6 +10,7 @@ import pytest
 
 from dlguide_core.datasets import write_toy_dataset
 from dlguide_core.jobs import JobStore
+from dlguide_core.metrics import ema as ema_of
 from dlguide_core.recipes import get_recipe
 from tests.apptest import open_app
 
@@ -69,3 +70,161 @@ def test_form_queues_a_job_that_runs(tmp_path, monkeypatch) -> None:
     while store.get(job.id).status in ("queued", "running") and time.time() < deadline:
         time.sleep(0.5)
     assert store.get(job.id).status == "succeeded", store.get(job.id).error
+
+
+# ------------------------------------------------------------ actions and view controls, on jobs made in the store
+
+
+def _stored_job(store: JobStore, status: str, losses: tuple[float, ...] = (2.0, 1.5, 1.0),
+                per_class: dict[str, float] | None = None) -> str:
+    """A tiny cifar_net job written straight into the store (no process) in `status`."""
+    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    store.claim(job.id, os.getpid())  # alive while the test runs: never marked interrupted
+    store.set_plan(job.id, len(losses), 1, tuple(per_class or ("a", "b")))
+    now = time.time()
+    store.add_steps([(job.id, s, 0, loss, 0.001, 40.0, now + s * 0.01, None) for s, loss in enumerate(losses, 1)])
+    store.add_epoch(job.id, 0, {"train_loss": 1.2, "val_loss": 1.1, "top1": 50.0, "top5": 100.0,
+                                "per_class": per_class or {"a": 25.0, "b": 75.0}})
+    if status != "running":
+        store.finish(job.id, status)
+    return job.id
+
+
+def _values(data) -> list[float]:
+    """A trace's x or y: a list, or plotly's typed-array encoding of a numpy array."""
+    if isinstance(data, dict) and "bdata" in data:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).tolist()
+    return list(data)
+
+
+def _chart(at, title_part: str) -> dict:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    found = [s for s in specs if title_part in s["layout"].get("title", {}).get("text", "")]
+    assert found, f"no chart titled {title_part!r}"
+    return found[0]
+
+
+def test_cancel_button_asks_a_running_job_to_stop() -> None:
+    store = JobStore()
+    running = _stored_job(store, "running")
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_action_job").set_value(running).run()
+    assert not at.button(key="train_cancel").disabled and at.button(key="train_resume").disabled
+    assert at.button(key="train_delete").disabled  # an active job cannot be deleted
+    at.button(key="train_cancel").click().run()
+    assert not at.exception, at.exception
+    assert store.cancel_requested(running) and store.get(running).status == "running"  # stops at its next step
+
+
+def test_resume_button_requeues_a_cancelled_job(monkeypatch) -> None:
+    monkeypatch.setenv("DLGUIDE_MAX_JOBS", "1")
+    store = JobStore()
+    cancelled = _stored_job(store, "cancelled")
+    _stored_job(store, "running")  # holds the only slot: the resumed job waits in the queue, no process starts
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_action_job").set_value(cancelled).run()
+    assert at.button(key="train_cancel").disabled and not at.button(key="train_resume").disabled
+    at.button(key="train_resume").click().run()
+    assert not at.exception, at.exception
+    assert store.get(cancelled).status == "queued"
+    assert at.dataframe[0].value.set_index("job").loc[cancelled, "status"] == "queued"
+
+
+def test_delete_button_removes_a_finished_job_and_its_folder() -> None:
+    store = JobStore()
+    keep, gone = _stored_job(store, "succeeded"), _stored_job(store, "failed")
+    folder = store.get(gone).job_dir
+    assert folder.is_dir()
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_action_job").set_value(gone).run()
+    at.button(key="train_delete").click().run()
+    assert not at.exception, at.exception
+    assert [j.id for j in store.list_jobs()] == [keep] and not folder.exists()
+    assert list(at.dataframe[0].value["job"]) == [keep]
+
+
+def test_csv_download_is_offered_for_the_picked_job() -> None:
+    store = JobStore()
+    job_id = _stored_job(store, "succeeded")
+    at = open_app("pages/train.py")
+    assert at.selectbox(key="train_export_job").value == job_id
+    [button] = [b for b in at.get("download_button") if b.proto.id.endswith("train_export_csv")]
+    assert button.proto.label == "Download CSV" and button.proto.url  # the CSV is served from the media store
+
+
+def test_log_scale_toggle_and_smoothing_slider_redraw_the_loss_chart() -> None:
+    job_id = _stored_job(JobStore(), "running", losses=(4.0, 2.0, 1.0, 0.5))
+    at = open_app("pages/train.py")
+    loss = _chart(at, "Training loss per step")
+    assert loss["layout"]["yaxis"]["type"] == "linear"
+    at.toggle(key="train_log_y").set_value(True).run()
+    assert _chart(at, "Training loss per step")["layout"]["yaxis"]["type"] == "log"
+    assert _chart(at, "Learning rate")["layout"]["yaxis"]["type"] == "log"
+    at.slider(key="train_smoothing").set_value(0.9).run()
+    loss = _chart(at, "Training loss per step")
+    assert [t["name"] for t in loss["data"]] == [f"{job_id} raw", f"{job_id} EMA 0.90"]
+    ema = _values(loss["data"][1]["y"])
+    assert ema == pytest.approx(ema_of([4.0, 2.0, 1.0, 0.5], 0.9).tolist())
+    assert ema[1] > ema_of([4.0, 2.0], 0.6)[1]  # heavier smoothing: a slower curve than the default 0.6
+    at.slider(key="train_smoothing").set_value(0.0).run()
+    assert [t["name"] for t in _chart(at, "Training loss per step")["data"]] == [f"{job_id} raw"]
+
+
+def test_several_runs_overlay_in_the_same_charts() -> None:
+    store = JobStore()
+    first, second = _stored_job(store, "succeeded"), _stored_job(store, "succeeded", losses=(3.0, 2.0))
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([first, second]).run()
+    assert not at.exception, at.exception
+    loss = _chart(at, "Training loss per step")
+    assert {t["name"] for t in loss["data"]} == {f"{j} {k}" for j in (first, second) for k in ("raw", "EMA 0.60")}
+    assert {t["name"] for t in _chart(at, "Val accuracy per epoch")["data"]} == {
+        f"{j} {k}" for j in (first, second) for k in ("top-1", "top-5")}
+
+
+def test_a_finished_job_shows_its_per_class_accuracy() -> None:
+    store = JobStore()
+    done = _stored_job(store, "succeeded", per_class={"plane": 37.9, "car": 62.5, "bird": 10.0})
+    running = _stored_job(store, "running")
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([done, running]).run()
+    assert not at.exception, at.exception
+    bars = _chart(at, "accuracy per class")
+    assert bars["layout"]["title"]["text"].startswith(done)  # the finished job only, not the running one
+    assert _values(bars["data"][0]["x"]) == ["plane", "car", "bird"]
+    assert _values(bars["data"][0]["y"]) == [37.9, 62.5, 10.0]
+
+
+def test_dataset_browser_shows_class_counts_and_sample_images(tmp_path, monkeypatch) -> None:
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=3, per_class=4, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    at = open_app("pages/train.py")
+    assert not at.get("image")
+    at.toggle(key="train_browse").set_value(True).run()
+    assert not at.exception, at.exception
+    [counts] = [c for c in at.get("vega_lite_chart")]
+    assert "train images" in counts.proto.spec
+    captions = [img.caption for element in at.get("image") for img in element.proto.imgs]
+    assert sorted(set(captions)) == ["class_0", "class_1", "class_2"]
+
+
+def test_form_shows_the_global_batch_and_stores_the_amp_dtype(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DLGUIDE_MAX_JOBS", "1")
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    store = JobStore()
+    _stored_job(store, "running")  # holds the slot: the new job is only queued
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    at.number_input(key="train_cifar_net_batch").set_value(8)
+    at.selectbox(key="train_cifar_net_amp_dtype").set_value("fp16")
+    at.button(key="train_cifar_net_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("global batch 8 (8 per device x 1 process x 1 machine)" in s.value for s in at.success)
+    queued = [j for j in store.list_jobs() if j.status == "queued"]
+    assert len(queued) == 1 and queued[0].config["amp_dtype"] == "float16"

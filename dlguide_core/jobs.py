@@ -540,13 +540,32 @@ def launch(store: JobStore, job: Job) -> int:
     """Start the job's own process, detached (new session) so it outlives the app and the tab."""
     folder = job_dir(job.id)
     folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DLGUIDE_HOME": str(settings.home())}
+    env.update(visible_devices_env(job.slot or 0, devices_of(job.config), env))
     with open(folder / "job.log", "ab") as log:
         proc = subprocess.Popen(job_command(job),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=Path(__file__).resolve().parents[1],
-                                env={**os.environ, "DLGUIDE_HOME": str(settings.home())})
+                                start_new_session=True, cwd=Path(__file__).resolve().parents[1], env=env)
     store.set_pid(job.id, proc.pid)
     return proc.pid
+
+
+def visible_devices_env(slot: int, need: int, env: dict[str, str]) -> dict[str, str]:
+    """Pin a multi-device job to its block of GPUs [slot, slot + need).
+
+    torchrun's workers pick cuda:LOCAL_RANK, so without this two 4-GPU jobs on one 8-GPU
+    machine would both land on GPUs 0-3. Single-device jobs use cuda:slot and need nothing.
+    An existing CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES list is respected and sliced."""
+    if need <= 1:
+        return {}
+    pinned = {}
+    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+        current = [d for d in env.get(var, "").split(",") if d.strip()]
+        pool = current or [str(i) for i in range(slot + need)]
+        block = pool[slot:slot + need]
+        if len(block) == need:
+            pinned[var] = ",".join(block)
+    return pinned
 
 
 def job_command(job: Job) -> list[str]:

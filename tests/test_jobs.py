@@ -202,3 +202,13 @@ def test_foreground_claim_refuses_a_job_that_is_not_queued() -> None:
     threading.Thread(target=store.refresh).start()  # the store is shared across threads safely
     with pytest.raises(JobError, match="cancel it before deleting"):
         store.delete(job.id)
+
+
+def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
+    from dlguide_core.jobs import visible_devices_env
+
+    assert visible_devices_env(0, 1, {}) == {}  # one device: the job uses cuda:slot itself
+    assert visible_devices_env(4, 4, {}) == {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "4,5,6,7"}
+    # an operator's own list is sliced, not overridden
+    env = {"CUDA_VISIBLE_DEVICES": "2,3,5,7", "HIP_VISIBLE_DEVICES": "2,3,5,7"}
+    assert visible_devices_env(2, 2, env) == {"CUDA_VISIBLE_DEVICES": "5,7", "HIP_VISIBLE_DEVICES": "5,7"}

@@ -7,7 +7,7 @@
 FROM rocm/pytorch:rocm6.4.3_ubuntu24.04_py3.12_pytorch_release_2.6.0
 
 WORKDIR /app
-ENV PYTHONUNBUFFERED=1 TORCH_HOME=/opt/torch DLGUIDE_HOME=/data/dlguide DLGUIDE_DATA_ROOTS=/data/datasets
+ENV PYTHONUNBUFFERED=1 MALLOC_ARENA_MAX=2 TORCH_HOME=/opt/torch DLGUIDE_HOME=/data/dlguide DLGUIDE_DATA_ROOTS=/data/datasets
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .

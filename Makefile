@@ -17,8 +17,10 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 run: install
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
+# MALLOC_ARENA_MAX=2: a booth serves many visitors all day; glibc's per-thread arenas otherwise
+# keep growing RSS (bench/bench_kiosk_load.py: +6.6% over 500 classifications vs +0.3% with it).
 kiosk: install
-	DLGUIDE_KIOSK=1 $(PY) -m streamlit run app.py --server.port $(PORT)
+	MALLOC_ARENA_MAX=2 DLGUIDE_KIOSK=1 $(PY) -m streamlit run app.py --server.port $(PORT)
 
 lint: install
 	$(PY) -m ruff check .

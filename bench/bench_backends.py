@@ -1,19 +1,22 @@
 """ONNX Runtime vs PyTorch eager p50 latency for Inception v3, batch 1 and 8, in one run.
 
-    .venv/bin/python bench/bench_backends.py [--weights none] [--rounds 3] [--iters 5] [--threads 0]
+    .venv/bin/python bench/bench_backends.py [--weights standin] [--rounds 3] [--iters 5] [--threads 0]
 
-The two backends are timed in alternating rounds (torch, ort, torch, ort, ...) so that
-load from other processes on a shared machine hits both alike; the ratio is what counts.
-Both run the same preprocessed batch (the bundled photos, `presets.preprocess`), and
-the ONNX logits are checked against eager before timing. Prints a Markdown table.
+Four paths on the same preprocessed batch (the bundled photos, `presets.preprocess`):
+PyTorch eager as the guide runs it (NCHW), dlguide's eager path (channels_last on the CPU),
+ONNX Runtime fp32 and ONNX Runtime int8 (static QDQ). They are timed in alternating rounds
+so load from other processes hits all alike; the ratios are what counts. Each row also
+reports agreement with the guide's eager logits. Prints a Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +38,48 @@ def measure(backends: dict, batch: torch.Tensor, rounds: int, iters: int) -> dic
     return times
 
 
+def standin_weights() -> str:
+    """imagenet when cached, else a TORCH_HOME holding the stand-in weights (a real softmax spread,
+    so int8 agreement means something; latency does not depend on the values). Returns a label."""
+    from dlguide_core.models import imagenet_weights_path, standin_imagenet_state
+
+    if imagenet_weights_path().is_file():
+        return "ImageNet weights"
+    home = Path(os.environ.get("TMPDIR", "/tmp")) / "dlguide_bench_torch_home"
+    (home / "hub" / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.save(standin_imagenet_state(), home / "hub" / "checkpoints" / imagenet_weights_path().name)
+    os.environ["TORCH_HOME"] = str(home)
+    return "stand-in random weights (ImageNet's are not cached here)"
+
+
+def holdout_agreement(paths: dict, loaded, folder: Path, limit: int = 64) -> dict[str, dict[str, float]]:
+    """Agreement with the guide's eager path on images the int8 calibration never saw."""
+    from dlguide_core.images import load_image
+    from dlguide_core.presets import preprocess
+
+    files = sorted(folder.glob("*.JPEG"))[:limit]
+    batch = preprocess([load_image(f) for f in files], loaded.preset)
+    reference = paths["guide eager"].run(batch)
+    return {name: agreement(reference, path.run(batch)) for name, path in paths.items()}
+
+
+HOLDOUT = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10" / "val" / "images"
+
+
+class GuideEager:
+    """PyTorch eager exactly as the guide runs it: NCHW (contiguous) tensors, torch.no_grad."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = copy.deepcopy(model).to(memory_format=torch.contiguous_format)
+
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model(batch.contiguous())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--weights", default="none", help="imagenet, none or a checkpoint (latency ignores values)")
+    parser.add_argument("--weights", default="standin", help="standin (default), imagenet, none or a checkpoint")
     parser.add_argument("--batch-sizes", default="1,8")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=5)
@@ -48,28 +90,39 @@ def main() -> None:
 
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    loaded = load_model(args.weights, device="cpu")
+    label = standin_weights() if args.weights == "standin" else args.weights
+    loaded = load_model("imagenet" if args.weights == "standin" else args.weights, device="cpu")
     options = BackendOptions(target="cpu", intra_op_threads=args.threads, graph_optimization=args.graph_optimization)
-    ort = prepare_backend("onnxruntime", loaded, options=options)
-    eager = prepare_backend("torch", loaded)
+    paths = {"guide eager": GuideEager(loaded.model), "dlguide eager": prepare_backend("torch", loaded),
+             "ORT fp32": prepare_backend("onnxruntime", loaded, options=options),
+             "ORT int8": prepare_backend("onnxruntime", loaded, options=replace(options, precision="int8"))}
+    ort = paths["ORT fp32"]
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads), ORT {ort.provider}, graph opt {args.graph_optimization}, "
-          f"intra-op threads {args.threads or 'default'}; {loaded.label}; "
+          f"intra-op threads {args.threads or 'default'}; weights: {label}; "
           f"load average {os.getloadavg()[0]:.1f} (other processes share these cores)")
     print(f"# ONNX export {ort.export.export_s:.1f} s ({'cached' if ort.export.cached else 'fresh'}), "
-          f"ORT session {ort.setup_s:.2f} s; {args.rounds} rounds x {args.iters} runs per backend\n")
-    print("| batch | PyTorch eager p50 ms | ONNX Runtime p50 ms | speed-up | max abs diff / max abs logit "
+          f"ORT session {ort.setup_s:.2f} s, int8 quantise+session {paths['ORT int8'].setup_s:.2f} s; "
+          f"{args.rounds} rounds x {args.iters} runs per path\n")
+    print("| batch | path | p50 ms | speed-up vs guide eager | max abs diff / max abs logit | top-1 agree "
           "| top-5 agree |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|")
     for size in (int(s) for s in args.batch_sizes.split(",")):
         batch = sample_batch(loaded, size)  # (size, 3, 299, 299)
-        reference = eager.run(batch)
-        agree = agreement(reference, ort.run(batch))
-        scale = float(reference.abs().max())  # untrained logits are huge: report the difference relative
-        times = measure({"torch": eager, "onnxruntime": ort}, batch, args.rounds, args.iters)
-        p50 = {name: float(np.percentile(t, 50)) for name, t in times.items()}
-        print(f"| {size} | {p50['torch']:.1f} | {p50['onnxruntime']:.1f} | {p50['torch'] / p50['onnxruntime']:.2f}x "
-              f"| {agree['max_abs_diff'] / scale:.1e} | {agree['top5_agree']:.2f} |", flush=True)
+        reference = paths["guide eager"].run(batch)
+        scale = float(reference.abs().max())
+        times = measure(paths, batch, args.rounds, args.iters)
+        base = float(np.percentile(times["guide eager"], 50))
+        for name, path in paths.items():
+            agree = agreement(reference, path.run(batch))
+            p50 = float(np.percentile(times[name], 50))
+            print(f"| {size} | {name} | {p50:.1f} | {base / p50:.2f}x | {agree['max_abs_diff'] / scale:.1e} "
+                  f"| {agree['top1_agree']:.2f} | {agree['top5_agree']:.2f} |", flush=True)
+    if HOLDOUT.is_dir():
+        print(f"\nAgreement with the guide's eager path on {HOLDOUT} (first 64 images; never used for calibration):")
+        for name, agree in holdout_agreement(paths, loaded, HOLDOUT).items():
+            print(f"- {name}: top-1 {agree['top1_agree']:.3f}, top-5 {agree['top5_agree']:.3f}, "
+                  f"max abs diff {agree['max_abs_diff']:.2e}")
 
 
 if __name__ == "__main__":

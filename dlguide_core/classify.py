@@ -53,7 +53,9 @@ def top_k(logits: torch.Tensor, class_names: Sequence[str], k: int = 5) -> list[
 @torch.inference_mode()
 def predict_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     """(B, 3, H, W) preprocessed batch -> (B, C) float32 logits on the CPU."""
-    return loaded.model(batch.to(loaded.device)).float().cpu()
+    device = loaded.device
+    layout = torch.channels_last if device.type == "cpu" else torch.contiguous_format  # see models.load_model
+    return loaded.model(batch.to(device, memory_format=layout)).float().cpu()
 
 
 def classify_images(loaded: LoadedModel, images: Sequence[Image.Image], *, k: int = 5,

@@ -11,6 +11,7 @@ from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_do
 from pages.common import (
     backend_selectbox,
     get_backend,
+    precision_options,
     require_model,
     show_result,
     tf_classify_tab,
@@ -38,9 +39,10 @@ with image_tab:
     backend_name = backend_selectbox("classify_backend")
     run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
     if backend_name != "torch":
+        options = precision_options(backend_name, "classify_precision")
         try:
             with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
-                run_with = backend_model(loaded, get_backend(backend_name, loaded))
+                run_with = backend_model(loaded, get_backend(backend_name, loaded, options))
         except DlguideError as exc:
             st.error(f"Cannot use this backend: {exc}", icon="🚫")
             st.stop()

@@ -412,6 +412,20 @@ def backend_selectbox(key: str, label: str = "Backend") -> str:
                              "PyTorch on this kind of machine (see the Compiled inference page).")
 
 
+PRECISION_LABELS = {"fp32": "fp32 (same answers as PyTorch)",
+                    "fp16": "fp16 (faster on GPUs, approximate)",
+                    "int8": "int8 (fastest, approximate: see docs/BENCHMARKS.md)"}
+
+
+def precision_options(backend: str, key: str):
+    """A precision choice among those `backend` can run here; BackendOptions for it."""
+    from dlguide_core.backends import BackendOptions, precision_choices
+
+    choice = st.selectbox("Precision", precision_choices(backend), key=key,
+                          format_func=lambda p: PRECISION_LABELS.get(p, p))
+    return BackendOptions(precision=choice)
+
+
 # ---------------------------------------------------------------- TensorFlow recipes on the Train page (issue 5)
 
 TF_DOWNLOAD = "(download it: needs the internet)"

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from dlguide_core.models import standin_imagenet_state
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -35,35 +37,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _calibrated_inception_state(seed: int = 0) -> dict[str, torch.Tensor]:
-    """A random Inception v3 whose classifier is rescaled so its softmax has a real spread
-    on photos (a bare random init saturates to one class). Stands in for the ImageNet
-    weights, which cannot be downloaded here."""
-    from torchvision.models import inception_v3
-
-    from dlguide_core.images import load_image
-    from dlguide_core.presets import preprocess
-
-    torch.manual_seed(seed)
-    model = inception_v3(weights=None, aux_logits=True, init_weights=True, transform_input=True).eval()
-    photos = [load_image(p) for p in sorted((ROOT / "dlguide_core" / "samples").glob("*.jpg"))]
-    features: list[torch.Tensor] = []
-    hook = model.fc.register_forward_hook(lambda _m, inputs, _o: features.append(inputs[0]))
-    with torch.no_grad():
-        model(preprocess(photos))
-        hook.remove()
-        centred = features[0] - features[0].mean(dim=0, keepdim=True).mean()
-        model.fc.weight.mul_(3.0 / (centred @ model.fc.weight.T).std())  # logits std ~3
-        model.fc.bias.zero_()
-    return model.state_dict()
-
-
 @pytest.fixture(scope="session")
 def imagenet_state_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch_home = tmp_path_factory.mktemp("torch_home")
     path = torch_home / "hub" / "checkpoints" / "inception_v3_google-0cc3c7bd.pth"
     path.parent.mkdir(parents=True)
-    torch.save(_calibrated_inception_state(), path)
+    torch.save(standin_imagenet_state(), path)
     return path
 
 

@@ -112,12 +112,12 @@ def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx):
 def test_precision_choices_follow_what_can_run(fake_migraphx, monkeypatch):
     monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
     assert precision_choices("torch") == ("fp32",)
-    assert precision_choices("onnxruntime") == ("fp32",)  # fp16/int8 need ORT's MIGraphX provider
+    assert precision_choices("onnxruntime") == ("fp32", "int8")  # int8: static QDQ on the CPU; fp16: MIGraphX only
     assert precision_choices("migraphx", "cpu") == ("fp32", "fp16", "int8")
     monkeypatch.setattr(onnxruntime, "get_available_providers",
                         lambda: ["MIGraphXExecutionProvider", "CPUExecutionProvider"])
     assert precision_choices("onnxruntime") == ("fp32", "fp16", "int8")
-    assert precision_choices("onnxruntime", "cpu") == ("fp32",)  # the CPU provider alone cannot quantise
+    assert precision_choices("onnxruntime", "cpu") == ("fp32", "int8")
 
 
 def test_torch_refuses_other_precisions_as_a_state(cifar):
@@ -185,6 +185,26 @@ def test_onnxruntime_fp16_needs_the_migraphx_provider(cifar, monkeypatch):
     assert not status.available and "needs the MIGraphX execution provider" in status.reason
     with pytest.raises(BackendUnavailable, match="needs the MIGraphX execution provider"):
         prepare_backend("onnxruntime", cifar, options=BackendOptions(precision="fp16"))
+
+
+def test_onnxruntime_int8_on_the_cpu_runs_a_calibrated_qdq_model(cifar, monkeypatch):
+    import onnx
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    backend = prepare_backend("onnxruntime", cifar, options=BackendOptions(precision="int8"))
+    assert backend.provider == "CPUExecutionProvider"
+    quantized = Path(backend.export.path).with_name(Path(backend.export.path).stem + ".int8.onnx")
+    ops = {node.op_type for node in onnx.load(str(quantized)).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    batch = torch.randn(4, 3, 32, 32)
+    with torch.inference_mode():
+        eager = cifar.model(batch)
+    logits = backend.run(batch)
+    assert logits.shape == eager.shape
+    assert (logits - eager).abs().max().item() < 0.25 * eager.abs().max().item() + 1e-3  # int8, not bit-exact
+    stamp = quantized.stat().st_mtime_ns
+    prepare_backend("onnxruntime", cifar, options=BackendOptions(precision="int8"))
+    assert quantized.stat().st_mtime_ns == stamp  # cached by the weights' fingerprint
 
 
 def test_graph_optimisation_and_threads_reach_the_session_options():

@@ -92,3 +92,9 @@ def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoin
     at.selectbox(key="classify_backend").set_value("onnxruntime").run()
     assert not at.exception and not at.error
     assert _table(at, "probability")["index"].tolist() == eager
+    # asking for speed: the int8 path (static QDQ on the CPU provider) is offered and runs
+    precision = at.selectbox(key="classify_precision")
+    assert [o.split(" ")[0] for o in precision.options] == ["fp32", "int8"]
+    precision.set_value("int8").run()
+    assert not at.exception and not at.error
+    assert len(_table(at, "probability")) == 5

@@ -112,3 +112,27 @@ def test_prepare_the_real_tiny_imagenet_cut(tmp_path: Path) -> None:
     assert (report.moved, report.classes) == (500, 10)
     info = detect(root)
     assert info.kind == "imagefolder" and info.val_count == 500 and info.train_count == 1000
+
+
+class _Payload:
+    """A pickle that would create a file if anything unpickled it."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_forged_cifar10_folder_is_refused_without_unpickling(tmp_path: Path) -> None:
+    import pickle
+
+    folder = tmp_path / "cifar" / datasets.CIFAR10_FOLDER
+    folder.mkdir(parents=True)
+    marker = tmp_path / "pwned"
+    for name in ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
+                 "batches.meta"):
+        (folder / name).write_bytes(pickle.dumps(_Payload(marker)))
+    with pytest.raises(datasets.DatasetError, match="incomplete or corrupt"):
+        datasets.load_data("cifar_net", tmp_path / "cifar")
+    assert not marker.exists()  # torchvision's md5 check refused the files before unpickling them

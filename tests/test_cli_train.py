@@ -127,3 +127,28 @@ def test_train_detach_json_returns_at_once_and_the_job_runs(tmp_path: Path, caps
     assert store.get(out["job_id"]).status == "succeeded"
     assert main(["jobs", "resume", out["job_id"]]) == 1  # a finished job cannot be resumed
     assert "only cancelled, interrupted, failed" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_jobs_cancel_and_resume_detach_through_the_cli(tmp_path: Path, capsys) -> None:
+    """`jobs cancel ID` stops a running job with a checkpoint; `jobs resume ID --detach` finishes it."""
+    from tests.test_jobs import wait_for
+
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=40, val_per_class=1)
+    code, out = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "50",
+                         "--workers", "0", "--batch-size", "1", "--detach", "--json")
+    job_id = out["job_id"]
+    store = JobStore()
+    wait_for(lambda: (store.get(job_id).status == "running" and store.last_step(job_id) is not None))
+    assert main(["jobs", "cancel", job_id]) == 0
+    wait_for(lambda: store.get(job_id).status == "cancelled")
+    stopped_at = store.get(job_id).checkpoint_step
+    assert stopped_at and Path(store.get(job_id).checkpoint).is_file()
+    capsys.readouterr()
+    assert main(["jobs", "resume", job_id, "--detach"]) == 0
+    wait_for(lambda: store.get(job_id).status == "running")
+    wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) > stopped_at)
+    assert main(["jobs", "cancel", job_id]) == 0  # no need to run all 50 epochs
+    wait_for(lambda: store.get(job_id).status == "cancelled")
+    steps = store.steps(job_id)["step"]
+    assert steps == sorted(set(steps)) and steps[-1] > stopped_at  # numbering continued, no repeats

@@ -44,7 +44,7 @@ with image_tab:
             with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
                 run_with = backend_model(loaded, get_backend(backend_name, loaded, options))
         except DlguideError as exc:
-            st.error(f"Cannot use this backend: {exc}", icon="🚫")
+            st.error(f"Cannot use this backend: {exc}", icon=":material/block:")
             st.stop()
 
     upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])

@@ -42,7 +42,7 @@ def weights_caption(loaded: LoadedModel) -> None:
         st.caption(f"Weights: **{loaded.label}** · {loaded.arch} · {len(loaded.class_names)} classes")
     else:
         st.warning(f"Weights: **{loaded.label}**. This model is untrained: its predictions are noise.",
-                   icon="⚠️")
+                   icon=":material/warning:")
 
 
 # ---------------------------------------------------------------- choosing weights (Classify, Compiled)
@@ -69,14 +69,14 @@ def require_weights(weights: str, key_prefix: str, hint: str) -> None:
         return
     st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
                f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
-               icon="📦")
+               icon=":material/download:")
     if st.button("Download the ImageNet weights", key=f"{key_prefix}_download_weights"):
         bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
         try:
             fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
             st.rerun()
         except WeightsUnavailable as exc:
-            st.error(str(exc), icon="🚫")
+            st.error(str(exc), icon=":material/block:")
     st.info(hint)
     st.stop()
 
@@ -89,7 +89,7 @@ def require_model(weights: str, key_prefix: str, hint: str) -> LoadedModel:
     try:
         loaded = get_model(weights)
     except DlguideError as exc:
-        st.error(f"Cannot load these weights: {exc}", icon="🚫")
+        st.error(f"Cannot load these weights: {exc}", icon=":material/block:")
         st.stop()
     weights_caption(loaded)
     return loaded
@@ -115,7 +115,7 @@ def predictions_chart(result: ImageResult, height: int = 260) -> go.Figure:
 def show_result(result: ImageResult, image, key: str) -> None:
     """One image beside its top-k table and bar chart, or its error."""
     if result.error:
-        st.error(result.error, icon="🚫")
+        st.error(result.error, icon=":material/block:")
         return
     left, right = st.columns([1, 2])
     with left:
@@ -223,7 +223,7 @@ def fashion_classify_tab(key: str = "tf_fashion") -> None:
         sample = classify_clothing(cached_tf_model(str(info.model_path), info.version),
                                    clothing_input(upload.getvalue(), name=upload.name))
     except DlguideError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return
     st.plotly_chart(fashion_predictions_figure([sample], names), key=f"{key}_result", config={"displayModeBar": False})
 
@@ -244,7 +244,7 @@ def review_classify_tab(key: str = "tf_review") -> None:
     try:
         results = classify_reviews(cached_tf_model(str(info.model_path), info.version), reviews)
     except DlguideError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return
     frame = pd.DataFrame([{"review": t, "positive": round(p, 4), "verdict": "positive" if p >= 0.5 else "negative"}
                           for t, p in results])
@@ -449,7 +449,7 @@ def _tf_data_choice(recipe: str) -> str | None:
     try:
         return str(settings.resolve_in_roots(choice))
     except DlguideError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return None
 
 
@@ -478,7 +478,7 @@ def tf_train_section(store) -> None:
     st.markdown("**TensorFlow case studies**: the guide's Fashion-MNIST and IMDB review classifiers.")
     status = tensorflow_status()
     if not status.available:
-        st.info(status.reason, icon="🧩")
+        st.info(status.reason, icon=":material/extension:")
         return
     found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
     name = st.selectbox("TensorFlow recipe", list(found), key="train_tf_recipe",
@@ -496,9 +496,9 @@ def tf_train_section(store) -> None:
     if submitted:
         try:
             job = jobs.submit(store, name, found[name].make_config(data=data, **values))
-            st.success(f"Job {job.id} {job.status}.", icon="🚀")
+            st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
-            st.error(str(exc), icon="🚫")
+            st.error(str(exc), icon=":material/block:")
 
 
 # ---------------------------------------------------------------- one router: app.py (issue 7)

@@ -68,11 +68,11 @@ if st.button("Prepare / compile", key="compiled_prepare", type="primary"):
         bar.progress(1.0, text="Ready")
     except DlguideError as exc:
         bar.empty()
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
 info = state["prepared"].get(prepared_key)
 if info:
     st.success(f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
-               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else ""), icon="⚡")
+               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else ""), icon=":material/bolt:")
 
 st.subheader("Classify through this backend")
 if not info:
@@ -89,7 +89,7 @@ else:
             try:
                 backend = get_backend(name, loaded, options)
             except DlguideError as exc:
-                st.error(str(exc), icon="🚫")
+                st.error(str(exc), icon=":material/block:")
                 st.stop()
             # Only the latest result is kept: enough for a revisit, without hoarding decoded images.
             state["classified"] = {result_key: classify_sources(backend_model(loaded, backend), [source], k=5)[0]}

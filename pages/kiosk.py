@@ -119,7 +119,7 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> dict | None:
     try:
         image = load_image(data, name=name)
     except ImageError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
         return None
     visitor = {"digest": digest, "image": image, "result": kiosk.predict_timed(loaded, runner, image)}
     st.session_state.kiosk_visitor = visitor
@@ -163,13 +163,13 @@ try:
     loaded = get_model(weights)
     runner = kiosk_runner(loaded)
 except DlguideError as exc:
-    st.error(f"The booth model cannot be loaded: {exc}", icon="🚫")
+    st.error(f"The booth model cannot be loaded: {exc}", icon=":material/block:")
     st.stop()
 
 st.title("What does the AI see?")
 if not loaded.trained:
     st.warning("Demo without trained weights: the ImageNet weights are not installed on this machine, "
-               "so the model is untrained and its guesses are random.", icon="⚠️")
+               "so the model is untrained and its guesses are random.", icon=":material/warning:")
 
 controls, stage = st.columns([2, 3], gap="large")
 with controls:

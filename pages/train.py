@@ -44,7 +44,7 @@ def download_section(roots: list) -> None:
                 fetch(roots[0], lambda done, total, bar=bar: bar.progress(min(done / total, 1.0) if total else 0.0))
                 st.rerun()
             except DlguideError as exc:
-                st.error(str(exc), icon="🚫")
+                st.error(str(exc), icon=":material/block:")
 
 
 def dataset_browser(info: datasets.DatasetInfo) -> None:
@@ -68,14 +68,14 @@ def pick_dataset() -> datasets.DatasetInfo | None:
                         key="train_dataset")
     if not info.ready:
         st.warning("This tiny-imagenet copy still has the zip's val/images layout. Prepare it first "
-                   "(the guide's val re-organisation; safe to re-run).", icon="🗂️")
+                   "(the guide's val re-organisation; safe to re-run).", icon=":material/folder_open:")
         if st.button("Prepare the val folder", key="train_prepare"):
             try:
                 report = datasets.prepare_tiny_imagenet(info.path)
                 st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
                 st.rerun()
             except DlguideError as exc:
-                st.error(str(exc), icon="🚫")
+                st.error(str(exc), icon=":material/block:")
         return None
     with st.expander("Browse this dataset", expanded=False):
         if st.toggle("Show class counts and samples", key="train_browse"):
@@ -161,10 +161,10 @@ def job_form(info: datasets.DatasetInfo) -> None:
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
             job = jobs.submit(store, name, cfg)
-            st.success(f"Job {job.id} {job.status}: "
-                       + distributed.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes) + ".", icon="🚀")
+            batch = distributed.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
+            st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
-            st.error(str(exc), icon="🚫")
+            st.error(str(exc), icon=":material/block:")
 
 
 def _eta(seconds: float | None) -> str:
@@ -209,7 +209,7 @@ def job_actions(all_jobs: list) -> None:
             store.delete(job_id)
             st.rerun()
     except DlguideError as exc:
-        st.error(str(exc), icon="🚫")
+        st.error(str(exc), icon=":material/block:")
 
 
 def steps_of(job: jobs.Job) -> dict[str, list]:

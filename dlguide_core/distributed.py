@@ -316,6 +316,10 @@ class RankZeroSink(NullSink):
         if self.env.is_writer:
             self.inner.on_epoch(epoch, metrics)
 
+    def flush(self) -> None:
+        if self.env.is_writer:
+            self.inner.flush()
+
     def on_checkpoint(self, path: Any, **kwargs: Any) -> None:
         if self.env.is_writer:
             self.inner.on_checkpoint(path, **kwargs)

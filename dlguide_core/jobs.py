@@ -442,6 +442,7 @@ class StoreSink(NullSink):
         self.job_id, self.flush_s = job_id, flush_s
         self.store = JobStore(store_path)  # this thread's connection (epochs, checkpoints)
         self._pending: deque[tuple] = deque()
+        self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._closing = threading.Event()
         self.stop_reason: str | None = None
@@ -460,6 +461,9 @@ class StoreSink(NullSink):
         self.flush_now()
         self.store.add_epoch(self.job_id, epoch, metrics)
 
+    def flush(self) -> None:
+        self.flush_now()
+
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
         self.flush_now()
         self.store.set_checkpoint(self.job_id, path, step, epoch)
@@ -473,10 +477,13 @@ class StoreSink(NullSink):
         self._stop.set()
 
     def flush_now(self, store: JobStore | None = None) -> None:
-        rows = []
-        while self._pending:
-            rows.append(self._pending.popleft())
-        (store or self.store).add_steps(rows)
+        # One lock over pop + commit: when the loop's flush() returns, rows the writer thread
+        # had already taken are committed too, not still in flight.
+        with self._flush_lock:
+            rows = []
+            while self._pending:
+                rows.append(self._pending.popleft())
+            (store or self.store).add_steps(rows)
 
     def close(self) -> None:
         self._closing.set()

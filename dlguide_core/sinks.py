@@ -29,6 +29,12 @@ class TrainingSink(Protocol):
         """Polled once per step: True means checkpoint now and return (cancel or shutdown)."""
         return False
 
+    def flush(self) -> None:
+        """Before a checkpoint is written: every step reported so far must be durable on return.
+
+        A resume continues from the checkpoint's step, so a step the checkpoint already covers
+        but the store never received would be a permanent gap in the curve."""
+
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
         """After a checkpoint is safely on disk; `epoch` is the number of completed epochs."""
 
@@ -47,6 +53,9 @@ class NullSink:
 
     def should_stop(self) -> bool:
         return False
+
+    def flush(self) -> None:
+        pass
 
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
         pass
@@ -72,6 +81,10 @@ class TeeSink(NullSink):
 
     def should_stop(self) -> bool:
         return any(sink.should_stop() for sink in self.sinks)
+
+    def flush(self) -> None:
+        for sink in self.sinks:
+            sink.flush()
 
     def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
         for sink in self.sinks:

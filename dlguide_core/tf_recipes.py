@@ -363,6 +363,7 @@ def save_state(run: TfRun, sink: TrainingSink) -> Path:
     path = run.job_dir / f"ckpt-{run.step:08d}.keras"
     tmp = run.job_dir / f"tmp-{run.step:08d}.keras"  # Keras insists on the .keras suffix
     run.job_dir.mkdir(parents=True, exist_ok=True)
+    sink.flush()  # the store must hold every step the checkpoint covers before the record moves on
     run.model.save(tmp)
     os.replace(tmp, path)
     _write_json(run.job_dir / STATE_FILE, {

@@ -273,6 +273,7 @@ def save_run(run: TrainingRun, path: Path, sink: TrainingSink) -> Path:
         run.last_checkpoint = time.monotonic()
         return path
     model = getattr(run.model, "module", run.model)  # unwrap DDP
+    sink.flush()  # the store must hold every step the checkpoint covers before the file exists
     save_checkpoint(path, {
         "arch": run.arch, "arch_kwargs": run.arch_kwargs, "class_names": list(run.bundle.class_names),
         "preset": run.bundle.eval_preset.to_dict(), "train_preset": run.bundle.train_preset.to_dict(),

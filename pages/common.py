@@ -481,6 +481,10 @@ def tf_train_section(store) -> None:
         st.info(status.reason, icon=":material/extension:")
         return
     found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
+    if not found:  # TensorFlow imports, but dlguide_core.tf_recipes did not register (a broken install)
+        st.warning("TensorFlow is installed but its recipes did not load; see the app's log.",
+                   icon=":material/extension:")
+        return
     name = st.selectbox("TensorFlow recipe", list(found), key="train_tf_recipe",
                         format_func=lambda n: f"{n} · {found[n].summary}")
     data = _tf_data_choice(name)

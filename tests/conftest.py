@@ -26,6 +26,15 @@ CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-
                   "--disable-dev-shm-usage"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _recipe_registry_loaded() -> None:
+    """Import the optional recipe modules once, up front, into the real registry: a test that
+    swaps the registry for a copy must not be the one whose copy receives (and loses) them."""
+    from dlguide_core.recipes import recipes
+
+    recipes()
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own DLGUIDE_HOME and never touches the network."""

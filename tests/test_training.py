@@ -86,3 +86,26 @@ def test_imagenet_weights_only_for_inception_and_cuda_needs_a_gpu(tmp_path: Path
         with pytest.raises(Exception, match="sees no GPU"):
             resolve_device("cuda")
     assert resolve_device("cpu").type == "cpu"
+
+
+class _FlushOrderSink(RecordingSink):
+    """Records, at each flush, which steps had been reported and what the checkpoint file held."""
+
+    def __init__(self, checkpoint: Path) -> None:
+        super().__init__()
+        self.checkpoint, self.flushes = checkpoint, []
+
+    def flush(self) -> None:
+        on_disk = load_checkpoint(self.checkpoint)["step"] if self.checkpoint.is_file() else 0
+        self.flushes.append((len(self.steps), on_disk))
+
+
+def test_steps_are_flushed_before_each_checkpoint_is_written(tmp_path: Path) -> None:
+    """A kill between the checkpoint file and the store must never lose steps the file covers."""
+    sink = _FlushOrderSink(tmp_path / "job" / "checkpoint.pt")
+    run("cifar_net", tmp_path / "job", sink, data=str(write_toy_dataset(tmp_path / "toy", classes=2, per_class=5,
+                                                                         val_per_class=1)), epochs=2)
+    assert len(sink.flushes) == len(sink.checkpoints) >= 2
+    assert {path for path, _ in sink.checkpoints} == {sink.checkpoint}
+    for (reported, on_disk), (_, saved) in zip(sink.flushes, sink.checkpoints):
+        assert on_disk < saved["step"] == reported  # flushed with every step reported, file not yet written

@@ -11,12 +11,15 @@ from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_do
 from pages.common import (
     backend_selectbox,
     get_backend,
+    hide_in_kiosk,
     precision_options,
     require_model,
     show_result,
     tf_classify_tab,
     weights_selectbox,
 )
+
+hide_in_kiosk()
 
 st.title("Classify with Inception v3")
 st.caption("The guide's *Evaluating a Pretrained Model*: Resize 299 → CenterCrop 299 → ImageNet "

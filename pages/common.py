@@ -516,12 +516,23 @@ def _close_pages_directory_routing() -> None:
     even in kiosk mode. Every page imports this module, so that first run lands here: switch the
     pages-directory mode off and rerun, which now goes through app.py and its page list.
     """
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    if PagesManager.uses_pages_directory and get_script_run_ctx() is not None:
+    try:  # Streamlit internals (checked with 1.67): if they move, hide_in_kiosk() still guards each page
+        from streamlit.runtime.pages_manager import PagesManager
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+    except ImportError:
+        return
+    if getattr(PagesManager, "uses_pages_directory", False) and get_script_run_ctx() is not None:
         PagesManager.uses_pages_directory = False
         st.rerun()
 
 
 _close_pages_directory_routing()
+
+
+def hide_in_kiosk() -> None:
+    """Defence in depth for booth mode: a non-booth page reached by any route renders nothing."""
+    from dlguide_core import settings
+
+    if settings.kiosk_mode():
+        st.info("This page is not available in booth mode.")
+        st.stop()

@@ -19,7 +19,9 @@ from dlguide_core.classify import classify_sources
 from dlguide_core.errors import DlguideError
 from dlguide_core.images import UPLOAD_TYPES
 from dlguide_core.samples import bundled_samples
-from pages.common import BACKEND_LABELS, get_backend, require_model, show_result, weights_selectbox
+from pages.common import BACKEND_LABELS, get_backend, hide_in_kiosk, require_model, show_result, weights_selectbox
+
+hide_in_kiosk()
 
 st.title("Compiled inference")
 st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (dynamic batch, labels inside), "

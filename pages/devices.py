@@ -4,7 +4,9 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import devices
-from pages.common import device_report
+from pages.common import device_report, hide_in_kiosk
+
+hide_in_kiosk()
 
 st.title("Devices")
 if st.button("Refresh", key="devices_refresh"):

@@ -151,3 +151,13 @@ def test_unknown_backend_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     at = booth(monkeypatch, backend="warp-drive")
     assert not at.exception
     assert "DLGUIDE_KIOSK_BACKEND" in at.error[0].value and "\n" not in at.error[0].value
+
+
+@pytest.mark.parametrize("page", ["classify.py", "train.py", "devices.py", "compiled.py"])
+def test_a_hidden_page_run_directly_in_kiosk_mode_renders_nothing(monkeypatch: pytest.MonkeyPatch, page: str) -> None:
+    """Defence in depth: even a route around app.py's navigation shows no training, paths or devices."""
+    monkeypatch.setenv("DLGUIDE_KIOSK", "1")
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / page), default_timeout=60).run()
+    assert not at.exception
+    assert [i.value for i in at.info] == ["This page is not available in booth mode."]
+    assert not at.title and not at.button and not at.selectbox and not at.dataframe

@@ -235,7 +235,8 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
         losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
         losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
         accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")
-        accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
+        if any(r["top5"] is not None for r in rows):  # TensorFlow recipes record top-1 only
+            accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
     loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y)
     acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
     for fig in (loss_fig, acc_fig):

@@ -156,8 +156,11 @@ def _read_annotations(path: Path) -> dict[str, str]:
         parts = line.split("\t")
         if len(parts) < 2 or not parts[0] or not parts[1]:
             raise DatasetError(f"{path}: line {number} is not `file<TAB>wnid...`; nothing was moved")
-        if Path(parts[0]).name != parts[0]:
-            raise DatasetError(f"{path}: line {number} names a path ({parts[0]!r}), not a file; nothing was moved")
+        for value, what in ((parts[0], "file"), (parts[1], "class id")):
+            # Both columns become path parts of a move: a name only, never "..", "/x" or "a/b".
+            if Path(value).name != value or value in (".", ".."):
+                raise DatasetError(f"{path}: line {number} names a path ({value!r}), not a {what}; "
+                                   "nothing was moved")
         mapping[parts[0]] = parts[1]
     return mapping
 

@@ -19,6 +19,9 @@ from dlguide_core.errors import ImageError
 
 DEFAULT_MAX_PIXELS = 100_000_000  # 100 MP: above any phone camera, far below a bomb
 UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
+# Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
+# PostScript/EPS "photo" never reaches Ghostscript and rarely used decoders stay out of reach.
+DECODERS = ("JPEG", "PNG", "WEBP", "BMP", "GIF")
 
 
 def max_pixels() -> int:
@@ -54,8 +57,10 @@ def _open_checked(data: bytes, label: str) -> Image.Image:
     limit = max_pixels()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
+            # Our own limit (checked below, before any pixel is decoded) governs; Pillow's warning
+            # threshold (~89 MP) would otherwise undercut it. Pillow's hard error (~179 MP) stays.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data), formats=DECODERS)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise ImageError(f"{label}: image too large (decompression bomb refused)") from None
     except UnidentifiedImageError:

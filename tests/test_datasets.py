@@ -136,3 +136,17 @@ def test_a_forged_cifar10_folder_is_refused_without_unpickling(tmp_path: Path) -
     with pytest.raises(datasets.DatasetError, match="incomplete or corrupt"):
         datasets.load_data("cifar_net", tmp_path / "cifar")
     assert not marker.exists()  # torchvision's md5 check refused the files before unpickling them
+
+
+@pytest.mark.parametrize("wnid", ["../../../escaped", "/tmp/abs", "a/b", ".."])
+def test_an_annotation_whose_class_id_is_a_path_moves_nothing(tmp_path: Path, wnid: str) -> None:
+    """A crafted val_annotations.txt must not steer files outside the dataset folder."""
+    root = write_tiny_imagenet(tmp_path / "tin")
+    annotations = root / "val" / "val_annotations.txt"
+    lines = annotations.read_text().splitlines()
+    lines[0] = "\t".join([lines[0].split("\t")[0], wnid, *lines[0].split("\t")[2:]])
+    annotations.write_text("\n".join(lines) + "\n")
+    before = tree(tmp_path)
+    with pytest.raises(DatasetError, match="names a path"):
+        prepare_tiny_imagenet(root)
+    assert tree(tmp_path) == before

@@ -117,3 +117,21 @@ def test_pixel_limit_is_configurable(monkeypatch):
 def test_missing_path_is_an_image_error(tmp_path):
     with pytest.raises(ImageError, match="cannot read"):
         load_image(tmp_path / "nope.jpg")
+
+
+def test_only_the_upload_formats_are_decoded_whatever_the_name():
+    eps = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n"
+    with pytest.raises(ImageError, match="not an image"):
+        load_image(eps, name="photo.png")  # never handed to Ghostscript
+    with pytest.raises(ImageError, match="not an image"):
+        load_image(_encode(_gradient(), "TIFF"), name="scan.jpg")
+
+
+def test_the_pixel_limit_is_ours_not_pillows(monkeypatch):
+    # 9,500 x 10,000 = 95 MP: above Pillow's warning threshold, below our 100 MP default,
+    # so it is decoded (and found truncated), not refused as a bomb.
+    with pytest.raises(ImageError, match="truncated or corrupt"):
+        load_image(_png_header_only(9500, 10000), name="big.png")
+    monkeypatch.setenv("DLGUIDE_MAX_IMAGE_PIXELS", "90000000")
+    with pytest.raises(ImageError, match="too large"):
+        load_image(_png_header_only(9500, 10000), name="big.png")

@@ -75,6 +75,7 @@ class DataBundle:
     class_names: tuple[str, ...]
     train_preset: presets.TrainPreset
     eval_preset: presets.EvalPreset
+    display_names: tuple[str, ...] = ()  # what people read ("goldfish" for n01443537); class_names if empty
 
 
 # ------------------------------------------------------------------ detection
@@ -330,7 +331,20 @@ def load_data(arch: str, data: str | Path, image_size: int = 299) -> DataBundle:
         val = _cifar(info.path, False, presets.eval_transform(eval_preset))
         return DataBundle(train, val, CIFAR10_CLASSES, train_preset, eval_preset)
     train, val, classes = _imagefolder(info, train_preset, eval_preset)
-    return DataBundle(train, val, classes, train_preset, eval_preset)
+    return DataBundle(train, val, classes, train_preset, eval_preset, readable_names(info.path, classes))
+
+
+def readable_names(root: Path, classes: tuple[str, ...]) -> tuple[str, ...]:
+    """tiny-imagenet's words.txt (`wnid<TAB>synonyms, ...`): the first synonym per class id, else the id."""
+    words = Path(root) / "words.txt"
+    if not words.is_file():
+        return classes
+    names: dict[str, str] = {}
+    for line in words.read_text(errors="replace").splitlines():
+        wnid, _, synonyms = line.partition("\t")
+        if wnid in classes and synonyms.strip():
+            names[wnid] = synonyms.split(",")[0].strip()
+    return tuple(names.get(c, c) for c in classes)
 
 
 TOY_COLOURS = ((220, 40, 40), (40, 180, 60), (50, 70, 220), (230, 200, 40), (160, 60, 200), (40, 200, 210))

@@ -180,7 +180,8 @@ def _load_from_checkpoint(path: Path) -> LoadedModel:
     label = f"checkpoint {path.name}"
     if data.get("job_id"):
         label += f" (job {data['job_id']}, epoch {data.get('epoch', '?')})"
-    return LoadedModel(model, data["arch"], kwargs, tuple(data["class_names"]), preset, str(path),
+    names = data.get("display_names") or data["class_names"]  # readable labels when the data had them
+    return LoadedModel(model, data["arch"], kwargs, tuple(names), preset, str(path),
                        True, label, state_fingerprint(data["model"]))
 
 

@@ -276,6 +276,7 @@ def save_run(run: TrainingRun, path: Path, sink: TrainingSink) -> Path:
     sink.flush()  # the store must hold every step the checkpoint covers before the file exists
     save_checkpoint(path, {
         "arch": run.arch, "arch_kwargs": run.arch_kwargs, "class_names": list(run.bundle.class_names),
+        "display_names": list(run.bundle.display_names or run.bundle.class_names),
         "preset": run.bundle.eval_preset.to_dict(), "train_preset": run.bundle.train_preset.to_dict(),
         "model": model.state_dict(), "optimizer": run.optimizer.state_dict(),
         "scheduler": run.scheduler.state_dict(), "scaler": run.scaler.state_dict(),

@@ -150,3 +150,13 @@ def test_an_annotation_whose_class_id_is_a_path_moves_nothing(tmp_path: Path, wn
     with pytest.raises(DatasetError, match="names a path"):
         prepare_tiny_imagenet(root)
     assert tree(tmp_path) == before
+
+
+def test_words_txt_gives_readable_class_names(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "tin")
+    (root / "words.txt").write_text("n01443537\tgoldfish, Carassius auratus\nn02124075\tEgyptian cat\n"
+                                    "n99999999\tunused\n")
+    prepare_tiny_imagenet(root)
+    bundle = load_data("inception_v3", root, image_size=75)
+    assert bundle.class_names == WNIDS  # ImageFolder's order, what the model's outputs mean
+    assert bundle.display_names == ("goldfish", "Egyptian cat", "n07749582")  # no entry: the id stays

@@ -92,3 +92,8 @@ def test_job_checkpoints_are_weight_choices(isolated_home, tmp_path):
     choices = models.available_weights()
     assert choices[:2] == ["imagenet", "none"]
     assert choices[2].endswith("jobs/abc/checkpoint.pt")
+
+
+def test_a_checkpoint_labels_with_its_readable_names(tmp_path):
+    path, _ = _cifar_checkpoint(tmp_path / "ck.pt", display_names=["goldfish", "cat", "lemon"])
+    assert models.load_model(str(path), device="cpu").class_names == ("goldfish", "cat", "lemon")

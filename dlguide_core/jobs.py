@@ -382,8 +382,12 @@ def _death_reason(job_id: str, pid: int | None, pid_started: float | None, start
     reason = _reap(pid) or _gone(pid, pid_started, started)
     if reason is None:
         return None
-    last = _last_log_line(job_dir(job_id) / "job.log")
-    return f"process {pid} ended without finishing ({reason})" + (f"; last log line: {last}" if last else "")
+    tail = _log_tail(job_dir(job_id) / "job.log")
+    cause = torchrun_root_cause(tail)
+    if cause:  # a distributed job: torchrun names the rank that failed first, and how
+        return f"process {pid} ended without finishing ({reason}); torchrun: {cause}"
+    last = next((line for line in reversed(tail) if line.strip("=-_* ")), None)  # skip separator rules
+    return f"process {pid} ended without finishing ({reason})" + (f"; last log line: {last[:200]}" if last else "")
 
 
 def _reap(pid: int) -> str | None:
@@ -417,14 +421,30 @@ def _gone(pid: int, pid_started: float | None, started: float | None) -> str | N
         return None
 
 
-def _last_log_line(path: Path) -> str | None:
+def _log_tail(path: Path, size: int = 8192) -> list[str]:
     try:
         with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
-            lines = [line.strip() for line in fh.read().decode("utf-8", "replace").splitlines() if line.strip()]
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
+            return [line.strip() for line in fh.read().decode("utf-8", "replace").splitlines() if line.strip()]
     except OSError:
+        return []
+
+
+def torchrun_root_cause(lines: list[str]) -> str | None:
+    """From torchrun's failure summary ("Root Cause (first observed failure): ... rank : 1 ...
+    exitcode : -9 (pid: 4144) (SIGKILL)"), e.g. "rank 1 (local_rank: 1) exitcode -9 (pid: 4144) (SIGKILL)"."""
+    try:
+        start = max(i for i, line in enumerate(lines) if line.startswith("Root Cause"))
+    except ValueError:
         return None
-    return lines[-1][:200] if lines else None
+    fields = {}
+    for line in lines[start + 1:]:
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("rank", "exitcode"):
+            fields[key.strip()] = value.strip()
+    if "rank" not in fields:
+        return None
+    return f"rank {fields['rank']}" + (f" exitcode {fields['exitcode']}" if "exitcode" in fields else "")
 
 
 # -------------------------------------------------------------------- the job process's sink

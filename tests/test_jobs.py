@@ -212,3 +212,37 @@ def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
     # an operator's own list is sliced, not overridden
     env = {"CUDA_VISIBLE_DEVICES": "2,3,5,7", "HIP_VISIBLE_DEVICES": "2,3,5,7"}
     assert visible_devices_env(2, 2, env) == {"CUDA_VISIBLE_DEVICES": "5,7", "HIP_VISIBLE_DEVICES": "5,7"}
+
+
+TORCHRUN_FAILURE = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+======================================================
+dlguide_core.job_runner FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-21_14:18:28
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 4143)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 4143
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-21_14:18:28
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4144)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4144
+======================================================
+"""
+
+
+def test_torchrun_failure_summary_names_the_rank_that_died_first():
+    from dlguide_core.jobs import torchrun_root_cause
+
+    lines = [line.strip() for line in TORCHRUN_FAILURE.splitlines() if line.strip()]
+    assert torchrun_root_cause(lines) == "rank 1 (local_rank: 1) exitcode -9 (pid: 4144)  (SIGKILL)"
+    assert torchrun_root_cause(["Traceback (most recent call last):", "ValueError: boom"]) is None

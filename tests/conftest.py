@@ -62,6 +62,25 @@ def fake_imagenet(imagenet_state_file: Path, monkeypatch: pytest.MonkeyPatch) ->
     return imagenet_state_file
 
 
+@pytest.fixture(scope="session")
+def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny CIFAR CNN checkpoint and its ONNX export, made once per session (read-only)."""
+    from tests.compiled_helpers import exported_cifar
+
+    return exported_cifar(tmp_path_factory.mktemp("cifar_export"))
+
+
+@pytest.fixture
+def cifar(cifar_files):
+    """The tiny CIFAR model, its export already in this test's DLGUIDE_HOME cache."""
+    from dlguide_core.models import load_model
+    from tests.compiled_helpers import seed_export_cache
+
+    loaded = load_model(str(cifar_files[0]), device="cpu")
+    seed_export_cache(loaded, cifar_files[1])
+    return loaded
+
+
 @pytest.fixture
 def sample_jpeg() -> Path:
     return ROOT / "dlguide_core" / "samples" / "chelsea.jpg"

@@ -29,23 +29,8 @@ from dlguide_core.backends import (
     sample_batch,
 )
 from dlguide_core.classify import classify_sources, predict_logits
-from dlguide_core.models import load_model
 from dlguide_core.samples import bundled_samples
-from tests.compiled_helpers import exported_cifar, seed_export_cache
 from tests.fake_migraphx import FakeMigraphx
-
-
-@pytest.fixture(scope="module")
-def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return exported_cifar(tmp_path_factory.mktemp("backends"))
-
-
-@pytest.fixture
-def cifar(cifar_files):
-    """The tiny CIFAR model, its export already in this test's DLGUIDE_HOME cache."""
-    loaded = load_model(str(cifar_files[0]), device="cpu")
-    seed_export_cache(loaded, cifar_files[1])
-    return loaded
 
 
 @pytest.fixture

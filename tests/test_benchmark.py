@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,20 +20,6 @@ from dlguide_core.benchmark import (
     speedups,
     time_runs,
 )
-from dlguide_core.models import load_model
-from tests.compiled_helpers import exported_cifar, seed_export_cache
-
-
-@pytest.fixture(scope="module")
-def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return exported_cifar(tmp_path_factory.mktemp("bench"))
-
-
-@pytest.fixture
-def cifar(cifar_files):
-    loaded = load_model(str(cifar_files[0]), device="cpu")
-    seed_export_cache(loaded, cifar_files[1])
-    return loaded
 
 
 def test_time_runs_warms_up_then_times_each_call():

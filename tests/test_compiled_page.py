@@ -10,12 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dlguide_core import benchmark
 from dlguide_core.models import load_model
 from tests.apptest import open_app
-from tests.compiled_helpers import exported_cifar, seed_export_cache, write_cifar_checkpoint
-
-
-@pytest.fixture(scope="module")
-def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return exported_cifar(tmp_path_factory.mktemp("page"))
+from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 
 
 @pytest.fixture

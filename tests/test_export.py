@@ -15,12 +15,7 @@ from dlguide_core.export import export_cache_path, export_onnx, forward_input_na
 from dlguide_core.images import load_image
 from dlguide_core.models import CIFAR10_CLASSES, load_model
 from dlguide_core.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, preprocess
-from tests.compiled_helpers import exported_cifar, seed_export_cache, write_cifar_checkpoint
-
-
-@pytest.fixture(scope="module")
-def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return exported_cifar(tmp_path_factory.mktemp("export"))
+from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 
 
 def _session(path: str | Path) -> ort.InferenceSession:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import secrets
 import shutil
@@ -38,6 +39,7 @@ STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupte
 ACTIVE = ("queued", "running")
 RESUMABLE = ("cancelled", "interrupted", "failed")
 STEP_COLUMNS = ("step", "epoch", "loss", "lr", "images_per_s", "time")
+STEP_EXTRAS = ("accuracy",)  # optional per-step metrics kept in the extra JSON column
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "top1", "top5", "time")
 LAUNCH_GRACE_S = 120.0  # a claimed job whose process never registered is given up after this
 
@@ -104,6 +106,10 @@ def devices_of(config: str | dict[str, Any] | None) -> int:
         return max(int(data.get("nproc_per_node", 1)), 1)
     except (TypeError, ValueError):
         return 1
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def job_dir(job_id: str) -> Path:
@@ -305,10 +311,15 @@ class JobStore:
                        (job_id, epoch, *known.values(), time.time(), json.dumps(extra, default=str)))
 
     def steps(self, job_id: str, after: int = 0) -> dict[str, list]:
-        """Per-step metrics after step `after`, as columns (STEP_COLUMNS)."""
-        rows = self._rows(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps WHERE job_id = ? AND step > ? "
+        """Per-step metrics after step `after`, as columns: STEP_COLUMNS, then STEP_EXTRAS (None where
+        a recipe does not record one; TensorFlow jobs record Keras' running training accuracy)."""
+        rows = self._rows(f"SELECT {', '.join(STEP_COLUMNS)}, extra FROM steps WHERE job_id = ? AND step > ? "
                           "ORDER BY step", (job_id, after))
-        return {name: [r[i] for r in rows] for i, name in enumerate(STEP_COLUMNS)}
+        cols = {name: [r[i] for r in rows] for i, name in enumerate(STEP_COLUMNS)}
+        extras = [json.loads(r["extra"]) if r["extra"] else {} for r in rows]  # json, not SQL: NaN is allowed
+        for name in STEP_EXTRAS:
+            cols[name] = [_finite(e.get(name)) for e in extras]
+        return cols
 
     def last_step(self, job_id: str) -> dict[str, Any] | None:
         rows = self._rows(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps WHERE job_id = ? ORDER BY step DESC LIMIT 1",
@@ -339,12 +350,13 @@ class JobStore:
         by_epoch = {e["epoch"]: e for e in self.epochs(job_id)}
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow([*STEP_COLUMNS, "train_loss", "val_loss", "top1", "top5"])
+        writer.writerow([*STEP_COLUMNS, "train_loss", "val_loss", "top1", "top5", *STEP_EXTRAS])
         cols = self.steps(job_id)
         for i in range(len(cols["step"])):
             epoch = by_epoch.get(cols["epoch"][i], {})
             writer.writerow([cols[c][i] for c in STEP_COLUMNS] +
-                            [epoch.get(k, "") for k in ("train_loss", "val_loss", "top1", "top5")])
+                            [epoch.get(k, "") for k in ("train_loss", "val_loss", "top1", "top5")] +
+                            ["" if cols[c][i] is None else cols[c][i] for c in STEP_EXTRAS])
         return out.getvalue()
 
     def summary(self, job: Job) -> dict[str, Any]:

@@ -262,6 +262,11 @@ def live_view(all_jobs: list) -> None:
     ips = {name: downsample(c["step"], c["images_per_s"]) for name, c in runs.items()}
     left.plotly_chart(curve_figure(lr, "Learning rate", log_y=log_y), key="train_lr_chart")
     right.plotly_chart(curve_figure(ips, "Images/s"), key="train_ips_chart")
+    accuracy = {name: stride(c["step"], [None if a is None else 100.0 * a for a in c["accuracy"]])
+                for name, c in runs.items() if any(a is not None for a in c["accuracy"])}
+    if accuracy:  # TensorFlow jobs: Keras reports a per-batch running mean over the epoch
+        st.plotly_chart(curve_figure(accuracy, "Training accuracy per batch (%, running mean within each epoch)"),
+                        key="train_step_acc_chart")
     epochs = {j.id: store.epochs(j.id) for j in chosen}
     if any(epochs.values()):
         loss_fig, acc_fig = epoch_figures(epochs, log_y)

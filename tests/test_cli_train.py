@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from pathlib import Path
@@ -152,3 +153,26 @@ def test_jobs_cancel_and_resume_detach_through_the_cli(tmp_path: Path, capsys) -
     wait_for(lambda: store.get(job_id).status == "cancelled")
     steps = store.steps(job_id)["step"]
     assert steps == sorted(set(steps)) and steps[-1] > stopped_at  # numbering continued, no repeats
+
+
+def test_data_is_required_for_pytorch_recipes_only(capsys) -> None:
+    """`--data` may be left out for the TensorFlow recipes: keras.datasets / the IMDB download, online."""
+    assert main(["train", "--recipe", "cifar_net"]) == 2
+    assert "--data DIR is required for cifar_net" in capsys.readouterr().err
+    assert JobStore().list_jobs() == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed")
+def test_tf_recipe_without_data_downloads_and_offline_fails_with_what_to_fetch(capsys) -> None:
+    code, out = cli_json(capsys, "train", "--recipe", "tf_fashion_mnist", "--detach", "--json")
+    assert code == 0
+    store = JobStore()
+    job = store.get(out["job_id"])
+    assert job.config["data"] == ""  # the recipe's own download
+    deadline = time.monotonic() + 180
+    while job.status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        job = store.get(out["job_id"])
+    assert job.status == "failed"  # tests run with DLGUIDE_OFFLINE=1
+    assert "Fashion-MNIST is not available offline" in job.error and "idx" in job.error

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import signal
 import subprocess
@@ -47,10 +49,25 @@ def test_store_is_wal_and_round_trips_a_job(tmp_path: Path) -> None:
     store.add_epoch(job.id, 0, {"train_loss": 0.5, "val_loss": 0.4, "top1": 50.0, "top5": 100.0, "per_class": {}})
     assert store.last_step(job.id)["step"] == 3
     assert store.epochs(job.id)[0]["top1"] == 50.0 and store.epochs(job.id)[0]["per_class"] == {}
-    header = "step,epoch,loss,lr,images_per_s,time,train_loss,val_loss,top1,top5"
+    header = "step,epoch,loss,lr,images_per_s,time,train_loss,val_loss,top1,top5,accuracy"
     assert store.export_csv(job.id).splitlines()[0] == header
     with pytest.raises(JobError, match="no job"):
         store.get("nope")
+
+
+def test_per_step_accuracy_is_read_back_and_missing_or_nan_is_none() -> None:
+    """TensorFlow jobs keep Keras' per-batch accuracy in the extra column; PyTorch steps have none."""
+    store = JobStore()
+    job = store.create("tf_fashion_mnist", "tensorflow", {})
+    rows = [(job.id, 1, 0, 2.0, 0.001, 50.0, time.time(), None),
+            (job.id, 2, 0, 1.5, 0.001, 50.0, time.time(), json.dumps({"accuracy": 0.25})),
+            (job.id, 3, 0, 1.0, 0.001, 50.0, time.time(), json.dumps({"accuracy": math.nan}))]
+    store.add_steps(rows)
+    cols = store.steps(job.id)
+    assert cols["step"] == [1, 2, 3] and cols["accuracy"] == [None, 0.25, None]
+    assert store.steps(job.id, after=1)["accuracy"] == [0.25, None]
+    csv_rows = store.export_csv(job.id).splitlines()
+    assert csv_rows[2].endswith(",0.25") and csv_rows[1].endswith(",")
 
 
 def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> None:

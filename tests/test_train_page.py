@@ -228,3 +228,23 @@ def test_form_shows_the_global_batch_and_stores_the_amp_dtype(tmp_path, monkeypa
     assert any("global batch 8 (8 per device x 1 process x 1 machine)" in s.value for s in at.success)
     queued = [j for j in store.list_jobs() if j.status == "queued"]
     assert len(queued) == 1 and queued[0].config["amp_dtype"] == "float16"
+
+
+def test_a_tensorflow_jobs_per_batch_accuracy_gets_its_own_chart() -> None:
+    """Keras' per-batch accuracy (kept in the steps' extra column) is drawn in %; PyTorch runs have none."""
+    store = JobStore()
+    torch_job = _stored_job(store, "succeeded")
+    job = store.create("tf_fashion_mnist", "tensorflow", {"epochs": 1})
+    store.claim(job.id, os.getpid())
+    now = time.time()
+    store.add_steps([(job.id, s, 0, 1.0 / s, 0.001, 500.0, now + s, json.dumps({"accuracy": a}))
+                     for s, a in enumerate((0.5, 0.625, 0.75), 1)])
+    store.finish(job.id, "succeeded")
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([torch_job]).run()
+    assert not at.exception, at.exception
+    assert not [c for c in at.get("plotly_chart") if "Training accuracy" in c.proto.spec]
+    at.multiselect(key="train_view_jobs").set_value([torch_job, job.id]).run()
+    chart = _chart(at, "Training accuracy per batch")
+    assert [t["name"] for t in chart["data"]] == [job.id]  # only the run that records it
+    assert _values(chart["data"][0]["y"]) == [50.0, 62.5, 75.0]

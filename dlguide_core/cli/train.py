@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("train", help="train a recipe as a job (foreground by default)")
     # The TensorFlow names are always accepted, so a machine without TensorFlow says why it cannot run them.
     p.add_argument("--recipe", required=True, choices=sorted({*recipes(), *TENSORFLOW_RECIPES}))
-    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder (see `prepare`)")
+    p.add_argument("--data", metavar="DIR", help="dataset folder (see `prepare`); required for the PyTorch "
+                   "recipes, optional for the TensorFlow ones (left out: keras.datasets / the IMDB download)")
     p.add_argument("--epochs", type=int, metavar="N")
     p.add_argument("--batch-size", type=int, metavar="B")
     p.add_argument("--lr", type=float, metavar="LR")
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_config(args: argparse.Namespace):
     overrides = {name: getattr(args, name) for name in FIELDS}
-    overrides["data"] = str(Path(args.data).expanduser().resolve())
+    overrides["data"] = str(Path(args.data).expanduser().resolve()) if args.data else ""
     if args.weights not in (None, "imagenet", "none"):
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
     for flag in ("amp", "sync_batchnorm", "scale_lr"):
@@ -100,6 +101,10 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.data is None and args.recipe not in TENSORFLOW_RECIPES:
+        print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
+              file=sys.stderr)
+        return EXIT_USAGE
     if args.node_rank:
         return join_run(args)
     try:
@@ -107,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, distributed.DistributedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if not Path(cfg.data).is_dir():
+    if cfg.data and not Path(cfg.data).is_dir():
         print(f"error: {cfg.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
     store = jobs.JobStore()

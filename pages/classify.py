@@ -15,9 +15,9 @@ from pages.common import (
     precision_options,
     require_model,
     show_result,
-    tf_classify_tab,
     weights_selectbox,
 )
+from pages.tensorflow_ui import tf_classify_tab
 
 hide_in_kiosk()
 

@@ -15,7 +15,8 @@ from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
 from dlguide_core.recipes import AMP_DTYPE_FLAGS, recipes
-from pages.common import curve_figure, hide_in_kiosk, job_store, tf_train_section, training_loss_figure
+from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
+from pages.tensorflow_ui import tf_train_section
 
 hide_in_kiosk()
 

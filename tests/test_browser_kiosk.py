@@ -55,7 +55,8 @@ def test_visitor_flow_and_idle_reset(app_server, browser_page, fake_imagenet: Pa
 def test_url_tricks_land_on_the_booth(app_server, browser_page) -> None:
     page = browser_page
     url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_KIOSK_BACKEND="torch")
-    for path in ("/devices", "/train", "/classify", "/?page=devices", "/devices?weights=none"):
+    for path in ("/devices", "/train", "/classify", "/?page=devices", "/devices?weights=none", "/tensorflow_ui",
+                 "/common"):
         page.goto(url + path)
         page.get_by_text(TITLE).wait_for()
         for hidden in ("Classify with Inception v3", "Devices", "Train", "Compiled inference"):

@@ -369,7 +369,7 @@ def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, j
 
 def _train_section_script() -> None:
     from dlguide_core.jobs import JobStore
-    from pages.common import tf_train_section
+    from pages.tensorflow_ui import tf_train_section
 
     tf_train_section(JobStore())
 
@@ -379,7 +379,7 @@ def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path:
     from streamlit.testing.v1 import AppTest
 
     from dlguide_core import jobs
-    from pages.common import TF_DOWNLOAD
+    from pages.tensorflow_ui import TF_DOWNLOAD
 
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)
     imdb = write_imdb(tmp_path / "roots" / "reviews", per_class=2)

@@ -1,0 +1,230 @@
+"""TensorFlow widgets (issue 5): the Classify page's model tabs and the Train page's recipe forms.
+
+Streamlit glue only: data loading, training and prediction live in dlguide_core.tf_recipes and
+dlguide_core.tf_data, imported inside the functions so the app runs without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.common import job_store
+
+# ---------------------------------------------------------------- TensorFlow models (issue 5)
+
+FASHION_RIGHT, FASHION_WRONG, FASHION_OTHER = "#1f5fbf", "#d62728", "#9e9e9e"  # the guide: blue right, red wrong
+
+
+@st.cache_resource(show_spinner="Loading the TensorFlow model…", max_entries=4)
+def cached_tf_model(path: str, version: float):
+    """One Keras model per file (and mtime, so a rewritten file reloads); never mutated after caching."""
+    from dlguide_core.tf_recipes import load_tf_model
+
+    return load_tf_model(path)
+
+
+def _fashion_caption(sample: dict, class_names: list[str]) -> tuple[str, str]:
+    probs = sample["probs"]
+    predicted = max(range(len(probs)), key=probs.__getitem__)
+    text = f"{class_names[predicted]} {probs[predicted]:.0%}"
+    if sample.get("label") is None:
+        return text, "black"
+    return f"{text} ({class_names[sample['label']]})", FASHION_RIGHT if predicted == sample["label"] else FASHION_WRONG
+
+
+def _fashion_bar_colors(sample: dict) -> list[str]:
+    probs, label = sample["probs"], sample.get("label")
+    predicted = max(range(len(probs)), key=probs.__getitem__)
+    colors = [FASHION_OTHER] * len(probs)
+    colors[predicted] = FASHION_WRONG if label is not None else FASHION_RIGHT
+    if label is not None:
+        colors[label] = FASHION_RIGHT  # drawn last: a right prediction is all blue
+    return colors
+
+
+def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols: int = 3) -> go.Figure:
+    """The guide's plot_image + plot_value_array for each sample, `cols` pairs per row."""
+    from plotly.subplots import make_subplots
+
+    cols = max(1, min(cols, len(samples)))
+    rows = -(-len(samples) // cols)
+    fig = make_subplots(rows=rows, cols=2 * cols, column_widths=[1.0, 1.4] * cols, horizontal_spacing=0.03,
+                        vertical_spacing=0.5 / rows)
+    for i, sample in enumerate(samples):
+        row, col = i // cols + 1, 2 * (i % cols) + 1
+        caption, color = _fashion_caption(sample, class_names)
+        fig.add_trace(go.Heatmap(z=sample["image"], colorscale="Greys", zmin=0, zmax=255, showscale=False,
+                                 hovertemplate="x %{x}, y %{y}: %{z}<extra></extra>"), row=row, col=col)
+        bare = dict(showticklabels=False, showgrid=False, zeroline=False, ticks="")
+        fig.update_xaxes(title_text=caption, title_font=dict(color=color, size=12), title_standoff=4, **bare,
+                         row=row, col=col)
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{(row - 1) * 2 * cols + col}", **bare,
+                         row=row, col=col)
+        fig.add_trace(go.Bar(x=list(class_names), y=sample["probs"], marker_color=_fashion_bar_colors(sample),
+                             hovertemplate="%{x}: %{y:.1%}<extra></extra>"), row=row, col=col + 1)
+        fig.update_xaxes(showticklabels=len(samples) == 1, tickangle=-45, row=row, col=col + 1)  # names if room
+        fig.update_yaxes(range=[0, 1], showticklabels=False, row=row, col=col + 1)
+    fig.update_layout(height=300 if len(samples) == 1 else 190 * rows + 30, showlegend=False,
+                      margin=dict(l=10, r=10, t=10, b=40))
+    return fig
+
+
+def _pick_tf_model(recipe: str, key: str):
+    """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
+    from dlguide_core import settings
+    from dlguide_core.tf_recipes import finished_models
+
+    infos = finished_models(recipe, job_store(str(settings.home() / "jobs.db")))  # the cached store, not a new one
+    if not infos:
+        st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
+                f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
+        return None
+    return st.selectbox("Trained model (job)", infos, key=key,
+                        format_func=lambda m: f"{m.job_id} · test accuracy {m.evaluation['test_accuracy']:.1%}")
+
+
+def fashion_classify_tab(key: str = "tf_fashion") -> None:
+    """A finished tf_fashion_mnist job: the guide's test-image grid, then an uploaded garment."""
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.images import UPLOAD_TYPES
+    from dlguide_core.tf_recipes import FASHION_RECIPE, classify_clothing, clothing_input
+
+    info = _pick_tf_model(FASHION_RECIPE, f"{key}_job")
+    if info is None:
+        return
+    names = info.evaluation["class_names"]
+    with st.expander("The guide's evaluation: the first test images (blue right, red wrong)"):
+        st.plotly_chart(fashion_predictions_figure(info.evaluation["samples"], names), key=f"{key}_grid",
+                        config={"displayModeBar": False})
+    upload = st.file_uploader("A picture of one garment (it becomes 28x28 grayscale, light on dark)",
+                              type=list(UPLOAD_TYPES), key=f"{key}_upload")
+    if upload is None:
+        st.info("Upload a picture of a garment, shoe or bag.")
+        return
+    try:
+        sample = classify_clothing(cached_tf_model(str(info.model_path), info.version),
+                                   clothing_input(upload.getvalue(), name=upload.name))
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return
+    st.plotly_chart(fashion_predictions_figure([sample], names), key=f"{key}_result", config={"displayModeBar": False})
+
+
+def review_classify_tab(key: str = "tf_review") -> None:
+    """A finished tf_text_classification job: typed reviews -> probability they are positive."""
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.tf_recipes import GUIDE_REVIEWS, TEXT_RECIPE, classify_reviews
+
+    info = _pick_tf_model(TEXT_RECIPE, f"{key}_job")
+    if info is None:
+        return
+    text = st.text_area("Movie reviews, one per line", "\n".join(GUIDE_REVIEWS), key=f"{key}_text")
+    reviews = [line.strip() for line in text.splitlines() if line.strip()]
+    if not reviews:
+        st.info("Type a review.")
+        return
+    try:
+        results = classify_reviews(cached_tf_model(str(info.model_path), info.version), reviews)
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return
+    frame = pd.DataFrame([{"review": t, "positive": round(p, 4), "verdict": "positive" if p >= 0.5 else "negative"}
+                          for t, p in results])
+    st.dataframe(frame, hide_index=True, width="stretch", key=f"{key}_table",
+                 column_config={"positive": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
+                                                                           max_value=1.0, format="%.2f")})
+
+
+def tf_classify_tab(kind: str, key: str) -> None:
+    """One TensorFlow model kind on the Classify page ("fashion" or "review"); says why when TF is missing."""
+    from dlguide_core.tf_recipes import tensorflow_status
+
+    status = tensorflow_status()
+    if not status.available:
+        st.info(status.reason)
+    elif kind == "fashion":
+        fashion_classify_tab(key)
+    else:
+        review_classify_tab(key)
+
+
+
+# ---------------------------------------------------------------- TensorFlow recipes on the Train page (issue 5)
+
+TF_DOWNLOAD = "(download it: needs the internet)"
+
+
+def _tf_data_choice(recipe: str) -> str | None:
+    """A local copy from the data roots, or "" for the recipe's own download; None when refused."""
+    from dlguide_core import settings
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.tf_data import FASHION_FILES, IMDB_URL
+    from dlguide_core.tf_recipes import FASHION_RECIPE, local_datasets
+
+    roots = settings.data_roots()
+    found = [str(p) for p in local_datasets(recipe, roots)]
+    what = (f"a folder with {', '.join(FASHION_FILES.values())}" if recipe == FASHION_RECIPE
+            else f"an aclImdb/ tree (unpacked {IMDB_URL})")
+    st.caption(f"Local copies are looked for in the data roots ({', '.join(map(str, roots)) or 'none'}): {what}.")
+    choice = st.selectbox("Data", [*found, TF_DOWNLOAD], key=f"train_tf_{recipe}_data")
+    if choice == TF_DOWNLOAD:
+        return ""
+    try:
+        return str(settings.resolve_in_roots(choice))
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return None
+
+
+def _tf_field_input(recipe: str, field, default, column):
+    """One number input per config field, typed by its default (max_steps: 0 means no limit)."""
+    key = f"train_tf_{recipe}_{field.name}"
+    label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
+    if field.name == "device":
+        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key)
+    if field.name == "max_steps":
+        return column.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=key) or None
+    if isinstance(default, float):
+        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key)
+    return column.number_input(label, 0, 10_000_000, default, key=key)
+
+
+def tf_train_section(store) -> None:
+    """The Train page's TensorFlow recipes: why they are missing, or a data pick and the recipe's form."""
+    import dataclasses
+
+    from dlguide_core import jobs
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.recipes import recipes
+    from dlguide_core.tf_recipes import tensorflow_status
+
+    st.markdown("**TensorFlow case studies**: the guide's Fashion-MNIST and IMDB review classifiers.")
+    status = tensorflow_status()
+    if not status.available:
+        st.info(status.reason, icon=":material/extension:")
+        return
+    found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
+    if not found:  # TensorFlow imports, but dlguide_core.tf_recipes did not register (a broken install)
+        st.warning("TensorFlow is installed but its recipes did not load; see the app's log.",
+                   icon=":material/extension:")
+        return
+    name = st.selectbox("TensorFlow recipe", list(found), key="train_tf_recipe",
+                        format_func=lambda n: f"{n} · {found[n].summary}")
+    data = _tf_data_choice(name)
+    if data is None:
+        return
+    defaults = found[name].config_cls()
+    with st.form(f"train_tf_form_{name}"):
+        columns = st.columns(4)
+        fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
+        values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
+                  for i, f in enumerate(fields)}
+        submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
+    if submitted:
+        try:
+            job = jobs.submit(store, name, found[name].make_config(data=data, **values))
+            st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
+        except DlguideError as exc:
+            st.error(str(exc), icon=":material/block:")

@@ -269,21 +269,21 @@ class JobStore:
                        (str(path), step, epoch, job_id))
 
     def prepare_resume(self, job_id: str) -> Job:
-        """Back to queued; metrics after the checkpoint are dropped, since the run redoes those steps."""
+        """Back to queued. Metrics past the checkpoint stay until the resumed run starts and trims
+        them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
         job = self.get(job_id)
         if job.status not in RESUMABLE:
             raise JobError(f"job {job_id} is {job.status}; only {', '.join(RESUMABLE)} jobs can be resumed")
-        step, epoch = (job.checkpoint_step or 0, self._checkpoint_epoch(job_id)) if job.checkpoint else (0, 0)
         with self._tx() as db:
-            db.execute("DELETE FROM steps WHERE job_id = ? AND step > ?", (job_id, step))
-            db.execute("DELETE FROM epochs WHERE job_id = ? AND epoch >= ?", (job_id, epoch))
             db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL "
                        "WHERE id = ?", (job_id,))
         return self.get(job_id, refresh=False)
 
-    def _checkpoint_epoch(self, job_id: str) -> int:
-        rows = self._rows("SELECT checkpoint_epoch FROM jobs WHERE id = ?", (job_id,))
-        return int(rows[0][0] or 0) if rows else 0
+    def trim_metrics(self, job_id: str, step: int, epoch: int) -> None:
+        """Drop steps after `step` and epochs from `epoch` on: a run starting there redoes them."""
+        with self._tx() as db:
+            db.execute("DELETE FROM steps WHERE job_id = ? AND step > ?", (job_id, step))
+            db.execute("DELETE FROM epochs WHERE job_id = ? AND epoch >= ?", (job_id, epoch))
 
     def delete(self, job_id: str) -> None:
         """Forget a finished job and remove its folder (checkpoint and log included)."""
@@ -482,7 +482,11 @@ class StoreSink(NullSink):
                                         daemon=True)
         self._writer.start()
 
-    def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = ()) -> None:
+    def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = (),
+                 start_step: int = 0, start_epoch: int = 0) -> None:
+        # Trim here, in the process that restored the checkpoint: the store's checkpoint record can
+        # lag the file by one save (a kill between the file's rename and the record's update).
+        self.store.trim_metrics(self.job_id, start_step, start_epoch)
         self.store.set_plan(self.job_id, total_steps, epochs, class_names)
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:

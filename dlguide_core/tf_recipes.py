@@ -331,7 +331,8 @@ def fit(run: TfRun, sink: TrainingSink) -> RunResult:
     """Train until the last epoch, `max_steps` or a stop request, saving after every epoch."""
     import keras
 
-    sink.on_start(total_steps=run.total_steps, epochs=run.cfg.epochs, class_names=run.class_names)
+    sink.on_start(total_steps=run.total_steps, epochs=run.cfg.epochs, class_names=run.class_names,
+                  start_step=run.step, start_epoch=run.epoch)
     path = None
     while run.epoch < run.cfg.epochs and not run.out_of_steps:
         train = train_one_epoch(run, sink)

@@ -171,10 +171,11 @@ def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
     return buffer.getvalue()
 
 
-def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str]) -> None:
+def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str],
+            timeout: float = 120.0) -> None:
     """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"."""
     try:
-        with BoothSession(url) as session:
+        with BoothSession(url, timeout=timeout) as session:
             for i in range(rounds):
                 result, waited = session.classify(shot(seed * 10_000 + i))
                 rows = sum(body.count('class="kiosk-row"') for body in result.markdown)
@@ -186,10 +187,11 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
         errors.append(f"session {seed}: {exc!r}")
 
 
-def drive(url: str, sessions: int, rounds: int, seed: int = 0) -> tuple[list[float], list[str]]:
+def drive(url: str, sessions: int, rounds: int, seed: int = 0, timeout: float = 120.0
+          ) -> tuple[list[float], list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors))
+    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout))
                for s in range(sessions)]
     for t in threads:
         t.start()
@@ -207,7 +209,8 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     """Warm up, time one session alone, then `sessions` at once; RSS around the concurrent part."""
     server = psutil.Process(server_pid)
     # Warm-up at full concurrency: model load, first inferences, allocator and thread pools at steady state.
-    _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900)
+    # A fresh server may first export and compile the model (tens of seconds on a loaded CPU): wait longer.
+    _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900, timeout=300.0)
     single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
     rss_before = server.memory_info().rss
     samples: list[int] = []

@@ -439,7 +439,8 @@ def join_group(env: DistEnv, timeout_s: float = TIMEOUT_S) -> None:
 
 
 def _reclaim(store: Any, job_id: str, env: DistEnv) -> bool:
-    """After a torchrun restart: put the job back to running (trimming metrics past its checkpoint)."""
+    """After a torchrun restart: put the job back to running (the writer's run trims the metrics past
+    the checkpoint it restores, in StoreSink.on_start)."""
     job = store.get(job_id, refresh=False)
     if env.restart_count == 0:
         return job.status == "running"
@@ -463,17 +464,33 @@ def _writer_payload(store: Any, job_id: str, env: DistEnv) -> dict[str, Any]:
     return {"action": "run", "job_id": job_id, "recipe": job.recipe, "config": job.config, "resume": resume}
 
 
+def _file_digest(path: Any) -> bytes:
+    """sha256 of a file (b"" when it is missing), read in chunks: checkpoints are hundreds of MB."""
+    import hashlib
+
+    if not path.is_file():
+        return b""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.digest()
+
+
 def share_checkpoint(env: DistEnv, path: Any) -> None:
-    """Make the writer's checkpoint readable at `path` on every rank (other machines get a copy)."""
+    """Make the writer's checkpoint the one at `path` on every rank (other machines get a copy).
+
+    Compared by content, not existence: a machine without a shared file system keeps the copy it
+    received at an earlier resume, and restoring that stale one would put its ranks at another step."""
     from pathlib import Path
 
     path = Path(path)
-    missing = torch.tensor([0.0 if path.is_file() else 1.0], dtype=torch.float64)
-    if float(all_reduce_sum(missing)) == 0:
-        return  # one machine, or a shared file system: nothing to send
-    data = path.read_bytes() if env.is_writer else None
-    received = broadcast_bytes(data, env.writer_rank)
-    if not path.is_file():
+    wanted = broadcast_bytes(_file_digest(path) if env.is_writer else None, env.writer_rank)
+    stale = (not env.is_writer) and _file_digest(path) != wanted
+    if float(all_reduce_sum(torch.tensor([float(stale)], dtype=torch.float64))) == 0:
+        return  # one machine, a shared file system, or copies already current: nothing to send
+    received = broadcast_bytes(path.read_bytes() if env.is_writer else None, env.writer_rank)
+    if stale:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".rank{env.rank}.tmp")
         tmp.write_bytes(received)

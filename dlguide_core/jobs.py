@@ -39,7 +39,10 @@ STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupte
 ACTIVE = ("queued", "running")
 RESUMABLE = ("cancelled", "interrupted", "failed")
 STEP_COLUMNS = ("step", "epoch", "loss", "lr", "images_per_s", "time")
-STEP_EXTRAS = ("accuracy",)  # optional per-step metrics kept in the extra JSON column
+# Optional per-step metrics kept in the extra JSON column: (column, JSON key, scale). TensorFlow jobs
+# record Keras' running training accuracy of the epoch so far as a fraction; it is read in percent,
+# like top1/top5 everywhere else in the store.
+STEP_EXTRAS = (("accuracy", "accuracy", 100.0),)
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "top1", "top5", "time")
 LAUNCH_GRACE_S = 120.0  # a claimed job whose process never registered is given up after this
 
@@ -160,7 +163,7 @@ class JobStore:
     # ---------------------------------------------------------------- jobs
 
     def create(self, recipe: str, framework: str, config: dict[str, Any]) -> Job:
-        job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+        job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"  # ids made in one second stay apart
         with self._tx() as db:
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created) VALUES (?,?,?,?,?,?)",
                        (job_id, recipe, framework, json.dumps(config), "queued", time.time()))
@@ -310,16 +313,23 @@ class JobStore:
             db.execute("INSERT OR REPLACE INTO epochs VALUES (?,?,?,?,?,?,?,?)",
                        (job_id, epoch, *known.values(), time.time(), json.dumps(extra, default=str)))
 
-    def steps(self, job_id: str, after: int = 0) -> dict[str, list]:
-        """Per-step metrics after step `after`, as columns: STEP_COLUMNS, then STEP_EXTRAS (None where
-        a recipe does not record one; TensorFlow jobs record Keras' running training accuracy)."""
+    def steps(self, job_id: str, after: int = 0, *, extras: bool = True) -> dict[str, list]:
+        """Per-step metrics after step `after`, as columns: STEP_COLUMNS, then (with `extras`) the
+        STEP_EXTRAS columns, None where a recipe does not record one."""
         rows = self._rows(f"SELECT {', '.join(STEP_COLUMNS)}, extra FROM steps WHERE job_id = ? AND step > ? "
                           "ORDER BY step", (job_id, after))
         cols = {name: [r[i] for r in rows] for i, name in enumerate(STEP_COLUMNS)}
-        extras = [json.loads(r["extra"]) if r["extra"] else {} for r in rows]  # json, not SQL: NaN is allowed
-        for name in STEP_EXTRAS:
-            cols[name] = [_finite(e.get(name)) for e in extras]
+        if extras:
+            parsed = [json.loads(r["extra"]) if r["extra"] else {} for r in rows]  # json, not SQL: NaN is allowed
+            for name, key, scale in STEP_EXTRAS:
+                cols[name] = [None if (v := _finite(e.get(key))) is None else v * scale for e in parsed]
         return cols
+
+    def has_step(self, job_id: str, step: int, at: float) -> bool:
+        """Whether step `step` is still the row written at time `at` (a reader's cache is current):
+        false once a resumed run has trimmed it, or redone it."""
+        rows = self._rows("SELECT time FROM steps WHERE job_id = ? AND step = ?", (job_id, step))
+        return bool(rows) and rows[0][0] == at
 
     def last_step(self, job_id: str) -> dict[str, Any] | None:
         rows = self._rows(f"SELECT {', '.join(STEP_COLUMNS)} FROM steps WHERE job_id = ? ORDER BY step DESC LIMIT 1",
@@ -350,13 +360,13 @@ class JobStore:
         by_epoch = {e["epoch"]: e for e in self.epochs(job_id)}
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow([*STEP_COLUMNS, "train_loss", "val_loss", "top1", "top5", *STEP_EXTRAS])
+        writer.writerow([*STEP_COLUMNS, "train_loss", "val_loss", "top1", "top5", *(e[0] for e in STEP_EXTRAS)])
         cols = self.steps(job_id)
         for i in range(len(cols["step"])):
             epoch = by_epoch.get(cols["epoch"][i], {})
             writer.writerow([cols[c][i] for c in STEP_COLUMNS] +
                             [epoch.get(k, "") for k in ("train_loss", "val_loss", "top1", "top5")] +
-                            ["" if cols[c][i] is None else cols[c][i] for c in STEP_EXTRAS])
+                            ["" if cols[c][i] is None else cols[c][i] for c, _, _ in STEP_EXTRAS])
         return out.getvalue()
 
     def summary(self, job: Job) -> dict[str, Any]:
@@ -483,10 +493,11 @@ class StoreSink(NullSink):
         self._writer.start()
 
     def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = (),
-                 start_step: int = 0, start_epoch: int = 0) -> None:
+                 start_step: int | None = None, start_epoch: int | None = None) -> None:
         # Trim here, in the process that restored the checkpoint: the store's checkpoint record can
         # lag the file by one save (a kill between the file's rename and the record's update).
-        self.store.trim_metrics(self.job_id, start_step, start_epoch)
+        if start_step is not None and start_epoch is not None:
+            self.store.trim_metrics(self.job_id, start_step, start_epoch)
         self.store.set_plan(self.job_id, total_steps, epochs, class_names)
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:

@@ -8,6 +8,9 @@ imported on first use and call `register(...)` (one line per extra module).
 A run function has the signature `run(config, ctx: RunContext) -> RunResult`: it
 reports through `ctx.sink`, checkpoints to `ctx.checkpoint_path`, resumes from it
 when `ctx.resume` is true, and returns when done or when `ctx.sink.should_stop()`.
+Its `sink.on_start(...)` names the position it starts from (`start_step`, `start_epoch`:
+0 when new, the restored checkpoint's after a resume), so the store drops the metrics
+the run is about to redo.
 """
 
 from __future__ import annotations

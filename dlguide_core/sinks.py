@@ -17,12 +17,13 @@ class TrainingSink(Protocol):
     """The framework-neutral reporting interface every recipe's loop talks to."""
 
     def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = (),
-                 start_step: int = 0, start_epoch: int = 0) -> None:
+                 start_step: int | None = None, start_epoch: int | None = None) -> None:
         """The plan, once per run (after a resume too): lets the UI show progress and an ETA.
 
-        `start_step`/`start_epoch` are where this run begins: 0 for a new run, the restored
-        checkpoint's position after a resume. Metrics a listener holds past that point belong to
-        steps the run is about to redo (the checkpoint file, not any record of it, is the truth)."""
+        Every loop passes `start_step`/`start_epoch`: where this run begins, 0 for a new run, the
+        restored checkpoint's position after a resume. Metrics a listener holds past that point
+        belong to steps the run is about to redo (the checkpoint file, not any record of it, is the
+        truth). None (a loop that does not say) means: keep everything."""
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         """After each optimiser step; `step` is the global step (1-based, continues across resumes)."""
@@ -48,7 +49,7 @@ class NullSink:
     """Listens to nothing; the base for partial sinks."""
 
     def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = (),
-                 start_step: int = 0, start_epoch: int = 0) -> None:
+                 start_step: int | None = None, start_epoch: int | None = None) -> None:
         pass
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
@@ -106,7 +107,7 @@ class ConsoleSink(NullSink):
         self.total: int | None = None
 
     def on_start(self, *, total_steps: int | None, epochs: int, class_names: tuple[str, ...] = (),
-                 start_step: int = 0, start_epoch: int = 0) -> None:
+                 start_step: int | None = None, start_epoch: int | None = None) -> None:
         self.total = total_steps
         print(f"training {epochs} epoch(s), {total_steps or '?'} steps, {len(class_names)} classes",
               file=self.stream, flush=True)

@@ -338,7 +338,7 @@ def fit(run: TfRun, sink: TrainingSink) -> RunResult:
         train = train_one_epoch(run, sink)
         if run.stopped:
             return RunResult("stopped", run.step, run.epoch, save_state(run, sink))
-        metrics = {"train_loss": train.get("loss", math.nan), "train_accuracy": 100.0 * train.get("accuracy", 0.0),
+        metrics = {"train_loss": train.get("loss", math.nan), "train_accuracy": 100.0 * train.get("accuracy", math.nan),
                    **evaluate(run), "lr": float(keras.ops.convert_to_numpy(run.model.optimizer.learning_rate))}
         sink.on_epoch(run.epoch, metrics)
         if run.batch >= run.steps_per_epoch:

@@ -80,7 +80,7 @@ def attract_view(items: list) -> None:
 @st.fragment(run_every=2.0)
 def loss_ticker(job_id: str) -> None:
     store = kiosk_job_store()
-    steps = store.steps(job_id) if store else {"step": [], "loss": []}
+    steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
     if not steps["step"]:
         st.caption("Waiting for the first training step…")
         return

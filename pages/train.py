@@ -220,8 +220,8 @@ def steps_of(job: jobs.Job) -> dict[str, list]:
     cache = st.session_state.setdefault("train_steps_cache", {})
     key = f"{job.id}:{job.attempts}"  # a resume rewrites the steps after the checkpoint
     cols = cache.get(key)
-    if cols is None:
-        cols = cache[key] = store.steps(job.id)
+    if cols is None or (cols["step"] and not store.has_step(job.id, cols["step"][-1], cols["time"][-1])):
+        cols = cache[key] = store.steps(job.id)  # new, or a resumed run trimmed or redid what we hold
     else:
         new = store.steps(job.id, after=cols["step"][-1] if cols["step"] else 0)
         for name, values in new.items():
@@ -263,7 +263,7 @@ def live_view(all_jobs: list) -> None:
     ips = {name: downsample(c["step"], c["images_per_s"]) for name, c in runs.items()}
     left.plotly_chart(curve_figure(lr, "Learning rate", log_y=log_y), key="train_lr_chart")
     right.plotly_chart(curve_figure(ips, "Images/s"), key="train_ips_chart")
-    accuracy = {name: stride(c["step"], [None if a is None else 100.0 * a for a in c["accuracy"]])
+    accuracy = {name: stride(c["step"], c["accuracy"])
                 for name, c in runs.items() if any(a is not None for a in c["accuracy"])}
     if accuracy:  # TensorFlow jobs: Keras reports a per-batch running mean over the epoch
         st.plotly_chart(curve_figure(accuracy, "Training accuracy per batch (%, running mean within each epoch)"),

@@ -12,8 +12,10 @@ def test_upload_shows_top5_matching_the_core(app_server, browser_page, fake_imag
     url = app_server()
     page = browser_page
     page.goto(url)
-    page.get_by_text("Classify with Inception v3").wait_for()
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(sample_jpeg))
+    page.get_by_text("Classify with Inception v3").wait_for(timeout=120_000)
+    uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
+    uploader.wait_for(state="attached", timeout=120_000)  # drawn once the model has loaded
+    uploader.set_input_files(str(sample_jpeg))
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)
     page.locator(".ytick text").nth(4).wait_for()
     ticks = page.locator('[data-testid="stPlotlyChart"] .ytick text')

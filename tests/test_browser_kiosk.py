@@ -28,7 +28,7 @@ def test_visitor_flow_and_idle_reset(app_server, browser_page, fake_imagenet: Pa
     page = browser_page
     url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_KIOSK_IDLE_S="12", DLGUIDE_KIOSK_BACKEND="torch")
     page.goto(url)
-    page.get_by_text(ATTRACT).wait_for()  # the attract view: a sample and its top-5
+    page.get_by_text(ATTRACT).wait_for(timeout=120_000)  # the attract view (a cold server loads the model first)
     page.locator(".kiosk-row").nth(4).wait_for()
     assert page.locator(".kiosk-row").count() == 5
     assert page.get_by_text("Classify with Inception v3").count() == 0
@@ -52,13 +52,14 @@ def test_visitor_flow_and_idle_reset(app_server, browser_page, fake_imagenet: Pa
     expect(page.locator("[data-testid=stImage]")).to_have_count(1)  # only the attract view's sample
 
 
-def test_url_tricks_land_on_the_booth(app_server, browser_page) -> None:
+@pytest.mark.parametrize("first", ["/devices", "/tensorflow_ui"])
+def test_url_tricks_land_on_the_booth(app_server, browser_page, first: str) -> None:
+    """`first` is the fresh server's very first request: a page, or a helper module under pages/."""
     page = browser_page
     url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_KIOSK_BACKEND="torch")
-    for path in ("/devices", "/train", "/classify", "/?page=devices", "/devices?weights=none", "/tensorflow_ui",
-                 "/common"):
+    for path in (first, "/train", "/classify", "/?page=devices", "/devices?weights=none", "/common"):
         page.goto(url + path)
-        page.get_by_text(TITLE).wait_for()
+        page.get_by_text(TITLE).wait_for(timeout=120_000)
         for hidden in ("Classify with Inception v3", "Devices", "Train", "Compiled inference"):
             assert page.get_by_role("heading", name=hidden, exact=True).count() == 0, (path, hidden)
         assert page.get_by_text("Weights", exact=True).count() == 0, path

@@ -195,11 +195,33 @@ def _toy_worker(rank: int, world: int, batch: int, port: int, out: str) -> None:
 
 def _toy_run(tmp_path: Path, world: int, batch: int) -> dict:
     out = tmp_path / f"toy-{world}.json"
-    if world == 1:
-        _toy_worker(0, 1, batch, 0, str(out))
-    else:
-        mp.spawn(_toy_worker, args=(world, batch, _free_port(), str(out)), nprocs=world, join=True)
+    # world 1 runs in a child too: the worker sets RANK/WORLD_SIZE and one torch thread, which must not
+    # leak into the tests that run after it in this process
+    mp.spawn(_toy_worker, args=(world, batch, _free_port(), str(out)), nprocs=world, join=True)
     return json.loads(out.read_text())
+
+
+def _share_worker(rank: int, port: int, folder: str) -> None:
+    """Rank 0 is the writer on "machine A"; rank 1 reads its own copy on "machine B"."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                      LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    env = D.DistEnv.from_env()
+    D.join_group(env, timeout_s=60)
+    D.share_checkpoint(env, Path(folder) / f"machine-{rank}" / "checkpoint.pt")
+    D.destroy_process_group()
+
+
+@pytest.mark.parametrize("other_copy", [None, b"an older checkpoint from an earlier resume", b"current"])
+def test_share_checkpoint_replaces_a_missing_or_stale_copy_on_another_machine(tmp_path: Path, other_copy) -> None:
+    writer, other = tmp_path / "machine-0" / "checkpoint.pt", tmp_path / "machine-1" / "checkpoint.pt"
+    writer.parent.mkdir()
+    writer.write_bytes(b"current")
+    if other_copy is not None:
+        other.parent.mkdir()
+        other.write_bytes(other_copy)
+    mp.spawn(_share_worker, args=(_free_port(), str(tmp_path)), nprocs=2, join=True)
+    assert other.read_bytes() == b"current" and writer.read_bytes() == b"current"
+    assert not list(tmp_path.rglob("*.tmp"))
 
 
 @pytest.mark.slow
@@ -287,25 +309,26 @@ def test_killing_one_rank_interrupts_the_job_and_leaves_no_process(toy_data: Pat
     assert out.returncode == 0, out.stderr[-2000:]
     store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
     agent, workers = _job_processes(store, job_id)
-    _wait(lambda: store.last_step(job_id), 60, "the first step")
+    _wait(lambda: store.last_step(job_id), 180, "the first step")
     next(p for p in workers if _rank(p) == "1").kill()
-    job = _wait(lambda: (j := store.get(job_id)).status != "running" and j, 15, "the job to leave running")
+    job = _wait(lambda: (j := store.get(job_id)).status != "running" and j, 60, "the job to leave running")
     assert job.status == "interrupted" and "rank" in job.error
     assert _left_alive([agent, *workers], 30) == []
 
 
 @pytest.mark.slow
 def test_a_dead_rank_within_max_restarts_resumes_from_the_checkpoint(toy_data: Path) -> None:
-    out = _cli("--data", str(toy_data), "--epochs", "25", "--nproc-per-node", "2", "--max-restarts", "1",
+    out = _cli("--data", str(toy_data), "--epochs", "100", "--nproc-per-node", "2", "--max-restarts", "1",
                "--detach", "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
     agent, workers = _job_processes(store, job_id)
-    _wait(lambda: (store.get(job_id).checkpoint_step or 0) >= 4, 60, "a checkpoint")
+    _wait(lambda: (j := store.get(job_id)).status == "running" and (j.checkpoint_step or 0) >= 4, 180,
+          "a checkpoint")  # 100 toy epochs: seconds of room to kill a rank while the job still runs
     next(p for p in workers if _rank(p) == "1").kill()
-    job = _wait(lambda: (j := store.get(job_id)).status not in ("running", "interrupted") and j, 90, "the end")
+    job = _wait(lambda: (j := store.get(job_id)).status not in ("running", "interrupted") and j, 300, "the end")
     assert job.status == "succeeded" and job.attempts == 2, job.error
-    assert store.steps(job_id)["step"] == list(range(1, 51))  # one curve: redone steps replace, none missing
+    assert store.steps(job_id)["step"] == list(range(1, 201))  # one curve: redone steps replace, none missing
     assert "resuming from its checkpoint" in job.log_path.read_text()
     assert _left_alive([agent, *workers], 30) == []
 

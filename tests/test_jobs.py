@@ -64,10 +64,22 @@ def test_per_step_accuracy_is_read_back_and_missing_or_nan_is_none() -> None:
             (job.id, 3, 0, 1.0, 0.001, 50.0, time.time(), json.dumps({"accuracy": math.nan}))]
     store.add_steps(rows)
     cols = store.steps(job.id)
-    assert cols["step"] == [1, 2, 3] and cols["accuracy"] == [None, 0.25, None]
-    assert store.steps(job.id, after=1)["accuracy"] == [0.25, None]
+    assert cols["step"] == [1, 2, 3] and cols["accuracy"] == [None, 25.0, None]  # percent, like top1
+    assert store.steps(job.id, after=1)["accuracy"] == [25.0, None]
+    assert "accuracy" not in store.steps(job.id, extras=False)
     csv_rows = store.export_csv(job.id).splitlines()
-    assert csv_rows[2].endswith(",0.25") and csv_rows[1].endswith(",")
+    assert csv_rows[2].endswith(",25.0") and csv_rows[1].endswith(",")
+
+
+def test_has_step_tells_a_reader_its_cached_rows_were_trimmed_or_redone() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    store.add_steps([(job.id, s, 0, 1.0, 0.1, 10.0, 1000.0 + s, None) for s in (1, 2, 3)])
+    assert store.has_step(job.id, 3, 1003.0)
+    store.trim_metrics(job.id, 2, 0)
+    assert not store.has_step(job.id, 3, 1003.0)  # trimmed
+    store.add_steps([(job.id, 3, 0, 0.5, 0.1, 10.0, 2003.0, None)])
+    assert not store.has_step(job.id, 3, 1003.0) and store.has_step(job.id, 3, 2003.0)  # redone
 
 
 def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> None:
@@ -206,10 +218,10 @@ def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: P
     assert steps["step"] == list(range(1, 40 * 5 + 1))  # no gap, no restart from 1
     # The run restarts from the checkpoint file: the store's record of it, or one save newer when
     # the kill fell between the file's rename and the record's update. Steps up to there are the
-    # ones written before the kill; every later one was (re)done after it.
+    # ones written before the kill; every later one was (re)done after it (or the resume restarted
+    # from step 1 and resumed_from would be 0).
     resumed_from = min(s for s, t in zip(steps["step"], steps["time"]) if t > killed_at) - 1
     assert resumed_from in (kept, kept + 5)  # 5 steps an epoch, a checkpoint at each epoch's end
-    assert all(t < killed_at for s, t in zip(steps["step"], steps["time"]) if s <= resumed_from)
     assert [e["epoch"] for e in store.epochs(job.id)] == list(range(40))
     assert Path(done.checkpoint) in job_checkpoints()  # the Classify page lists it
 
@@ -223,6 +235,7 @@ def test_resume_trusts_the_checkpoint_file_when_the_store_record_lags_it(tmp_pat
     job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))
     running = wait_for(lambda: (j := store.get(job.id)).status == "running" and (j.checkpoint_step or 0) >= 15 and j)
     os.kill(running.pid, signal.SIGKILL)
+    killed_at = time.time()
     dead = wait_for(lambda: (j := store.get(job.id)).status != "running" and j, timeout=60)
     assert dead.status == "interrupted", (dead.status, dead.error)
     file_step = dead.checkpoint_step
@@ -231,7 +244,9 @@ def test_resume_trusts_the_checkpoint_file_when_the_store_record_lags_it(tmp_pat
     assert store.steps(job.id)["step"][:file_step] == list(range(1, file_step + 1))  # nothing dropped yet
     done = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j, timeout=180)
     assert done.status == "succeeded", done.error
-    assert store.steps(job.id)["step"] == list(range(1, 40 * 5 + 1))
+    steps = store.steps(job.id)
+    assert steps["step"] == list(range(1, 40 * 5 + 1))
+    assert all(t < killed_at for t in steps["time"][:file_step])  # kept, not redone: it resumed from the file
     assert [e["epoch"] for e in store.epochs(job.id)] == list(range(40))
 
 

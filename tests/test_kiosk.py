@@ -65,10 +65,10 @@ def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel)
     image = Image.new("RGB", (160, 160), (200, 20, 20))
     start = time.perf_counter()
     runner.lock.acquire()
-    threading.Timer(1.5, runner.lock.release).start()  # another visitor's forward holds the model for 1.5 s
+    threading.Timer(4.0, runner.lock.release).start()  # another visitor's forward holds the model for 4 s
     queued = kiosk.predict_timed(small, runner, image)
-    assert time.perf_counter() - start >= 1.4
-    assert queued.latency_ms < 1000  # the wait is not this prediction's latency
+    assert time.perf_counter() - start >= 3.9
+    assert queued.latency_ms < 3000  # the wait is not this prediction's latency (a small forward: far less)
 
 
 def test_attract_items_cover_the_bundled_samples(small: LoadedModel) -> None:

@@ -50,8 +50,9 @@ def test_ten_concurrent_visitors(app_server, tmp_path: Path) -> None:
     assert report["errors"] == []
     assert report["classifications"] == 20
     assert math.isfinite(report["p95_ratio"])
-    # One forward at a time, so ten visitors wait at most about ten turns; more means starvation.
-    assert report["concurrent_p95_s"] < 2 * 10 * report["single_p95_s"] + 5
+    # One forward at a time, so ten visitors wait about ten turns; far more means starvation. Loose on
+    # purpose (the two phases see different load on a shared CI box): the ratio itself is in bench/.
+    assert report["concurrent_p95_s"] < 2 * 10 * report["single_p95_s"] + 30
     assert report["rss_growth"] < 0.05
 
 

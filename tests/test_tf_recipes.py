@@ -262,7 +262,7 @@ def test_fashion_job_streams_per_batch_metrics_while_running(tf_jobs, jobs_home:
     assert accuracies and all(0.0 <= a <= 1.0 for a in accuracies)
     steps = jobs_home.steps(fashion["id"])
     assert all(np.isfinite(steps["loss"])) and all(lr == pytest.approx(0.001) for lr in steps["lr"])
-    assert steps["accuracy"] == pytest.approx(accuracies)  # what the Train page charts
+    assert steps["accuracy"] == pytest.approx([100.0 * a for a in accuracies])  # what the Train page charts
 
 
 @needs_tf

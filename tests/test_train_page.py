@@ -248,3 +248,18 @@ def test_a_tensorflow_jobs_per_batch_accuracy_gets_its_own_chart() -> None:
     chart = _chart(at, "Training accuracy per batch")
     assert [t["name"] for t in chart["data"]] == [job.id]  # only the run that records it
     assert _values(chart["data"][0]["y"]) == [50.0, 62.5, 75.0]
+
+
+def test_live_view_drops_cached_steps_that_a_resumed_run_trimmed_and_redid() -> None:
+    """The page caches a job's steps and then fetches only newer ones; a resume that restored an
+    earlier checkpoint rewrites steps the cache already holds, so the cache must notice."""
+    store = JobStore()
+    job_id = _stored_job(store, "running", losses=(4.0, 3.0, 2.0, 1.0))
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([job_id]).run()
+    assert _values(_chart(at, "Training loss per step")["data"][0]["y"]) == [4.0, 3.0, 2.0, 1.0]
+    store.trim_metrics(job_id, 2, 0)  # the resumed run restored step 2 ...
+    store.add_steps([(job_id, 3, 0, 9.0, 0.001, 40.0, time.time() + 100, None)])  # ... and redid step 3
+    at.run()
+    assert not at.exception, at.exception
+    assert _values(_chart(at, "Training loss per step")["data"][0]["y"]) == [4.0, 3.0, 9.0]

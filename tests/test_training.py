@@ -32,7 +32,7 @@ def test_cifar_net_loss_goes_down_on_a_learnable_toy(tmp_path: Path) -> None:
     epoch, metrics = sink.epochs[-1]
     assert epoch == 3 and metrics["top1"] >= 90.0 and metrics["top5"] == 100.0
     assert set(metrics["per_class"]) == {"class_0", "class_1", "class_2"}  # the guide's per-class accuracy
-    assert sink.plan["total_steps"] == 48
+    assert sink.plan["total_steps"] == 48 and sink.plan["start_step"] == 0
 
 
 def test_stop_and_resume_continue_the_same_run_exactly(tmp_path: Path) -> None:
@@ -45,6 +45,8 @@ def test_stop_and_resume_continue_the_same_run_exactly(tmp_path: Path) -> None:
     second = RecordingSink()
     done = run("cifar_net", tmp_path / "b", second, resume=True, data=data, epochs=2, lr=0.01)
     assert done.status == "completed" and [s["step"] for s in second.steps] == [8, 9, 10]
+    assert first.plan["start_step"] == 0 and first.plan["start_epoch"] == 0
+    assert second.plan["start_step"] == 7 and second.plan["start_epoch"] == 1  # the store trims past here
     resumed = [s["loss"] for s in first.steps + second.steps]
     assert resumed == pytest.approx([s["loss"] for s in straight.steps], rel=1e-5)
     assert second.epochs[-1][1]["train_loss"] == pytest.approx(straight.epochs[-1][1]["train_loss"], rel=1e-5)

@@ -101,7 +101,7 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.data is None and args.recipe not in TENSORFLOW_RECIPES:
+    if not args.data and (args.recipe not in TENSORFLOW_RECIPES or args.node_rank):  # joining: a PyTorch run
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
               file=sys.stderr)
         return EXIT_USAGE

@@ -145,6 +145,7 @@ def main() -> None:
 
         compare_loops(data, 2 if args.quick else 5)
         redraw(100_000)
+        redraw(100_000, tensorflow=True)
 
 
 if __name__ == "__main__":

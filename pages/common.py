@@ -217,7 +217,19 @@ def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, h
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified",
                       legend=dict(orientation="h", y=-0.2), yaxis_type="log" if log_y else "linear",
                       xaxis_title="step")
+    flat = _flat_value(series)
+    if flat and not log_y:  # a constant lr of 0.001 would otherwise sit on a -1..1 axis, looking like 0
+        fig.update_yaxes(range=sorted((0.0, 2.0 * flat)))
     return fig
+
+
+def _flat_value(series: dict[str, tuple]) -> float | None:
+    """The value every finite point of every series shares, if they all share one."""
+    import numpy as np
+
+    values = np.concatenate([np.asarray(data[1], dtype=np.float64) for data in series.values()] or [np.empty(0)])
+    values = values[np.isfinite(values)]
+    return float(values[0]) if values.size and np.all(values == values[0]) else None
 
 
 def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, log_y: bool = False,

@@ -242,6 +242,7 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
     acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
     for fig in (loss_fig, acc_fig):
         fig.update_xaxes(title="epoch")
+        fig.update_layout(legend=dict(orientation="h", y=-0.35))  # below the axis title, not over it
     return loss_fig, acc_fig
 
 

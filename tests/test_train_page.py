@@ -263,3 +263,12 @@ def test_live_view_drops_cached_steps_that_a_resumed_run_trimmed_and_redid() -> 
     at.run()
     assert not at.exception, at.exception
     assert _values(_chart(at, "Training loss per step")["data"][0]["y"]) == [4.0, 3.0, 9.0]
+
+
+def test_a_constant_learning_rate_gets_an_axis_around_its_value() -> None:
+    """Plotly pads a flat line by ±1: a constant lr of 0.001 would read as 0 on a -1..1 axis."""
+    _running_job_with_metrics()  # lr 0.001 at every step
+    at = open_app("pages/train.py")
+    assert not at.exception, at.exception
+    assert _chart(at, "Learning rate")["layout"]["yaxis"]["range"] == pytest.approx([0.0, 0.002])
+    assert "range" not in _chart(at, "Training loss per step")["layout"].get("yaxis", {})  # varying: autorange

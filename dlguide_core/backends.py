@@ -226,6 +226,10 @@ class OnnxRuntimeBackend(Backend):
             progress("Quantising to int8 (static, calibrated on the sample photos; cached)…", 0.4)
             path = str(quantize_int8(export))
         progress("Creating the ONNX Runtime session (graph optimisation)…", 0.6)
+        if "CUDAExecutionProvider" in providers and hasattr(ort, "preload_dlls"):
+            # onnxruntime-gpu dlopens CUDA/cuDNN lazily; preload the ones PyTorch's wheels ship
+            # (nvidia-* site-packages), or the provider silently falls back to the CPU.
+            ort.preload_dlls()
         try:
             self._session = ort.InferenceSession(path, session_options(self.options),
                                                  providers=_with_provider_options(providers, self.options))

@@ -47,6 +47,10 @@ def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
     return torch.device(spec)
 
 
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
@@ -173,6 +177,9 @@ def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0,
     env = env or distributed.DistEnv()
     seed_everything(cfg.seed)
     device = distributed.device_for(cfg.device, env) if env.enabled else resolve_device(cfg.device, slot)
+    # Every batch has the same shape: let cuDNN/MIOpen time the convolution algorithms once and keep
+    # the fastest, as the guide's (torchvision reference) script does.
+    torch.backends.cudnn.benchmark = device.type == "cuda"
     bundle = load_data(arch, cfg.data, cfg.image_size)
     model, arch_kwargs = create_model(arch, cfg.weights, len(bundle.class_names))
     model = model.to(device, memory_format=torch.channels_last) if cfg.channels_last else model.to(device)
@@ -330,6 +337,7 @@ def fit(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> RunRes
 def run_recipe(cfg: TrainConfig, ctx: RunContext) -> RunResult:
     """The registry entry point of the PyTorch recipes."""
     run = build_run(cfg, ctx.recipe, ctx.job_id, ctx.slot, ctx.dist)
+    print(f"training on {run.device} ({device_name(run.device)})", flush=True)  # the job's log says where it ran
     if ctx.resume and ctx.checkpoint_path.is_file():
         restore_run(run, ctx.checkpoint_path)
     return fit(run, ctx.sink, ctx.checkpoint_path)

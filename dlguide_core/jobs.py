@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -594,14 +594,25 @@ def launch(store: JobStore, job: Job) -> int:
     """Start the job's own process, detached (new session) so it outlives the app and the tab."""
     folder = job_dir(job.id)
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DLGUIDE_HOME": str(settings.home())}
-    env.update(visible_devices_env(job.slot or 0, devices_of(job.config), env))
+    env = job_env(job, os.environ)
     with open(folder / "job.log", "ab") as log:
         proc = subprocess.Popen(job_command(job),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=Path(__file__).resolve().parents[1], env=env)
     store.set_pid(job.id, proc.pid)
     return proc.pid
+
+
+def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
+    """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
+    (recipes.gpu_index: 0 when pinned to its block, else the queue's slot)."""
+    from dlguide_core.recipes import GPU_SLOT_ENV
+
+    env = {**environ, "DLGUIDE_HOME": str(settings.home())}
+    pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)
+    env.update(pinned)
+    env[GPU_SLOT_ENV] = "0" if pinned else str(job.slot or 0)
+    return env
 
 
 def visible_devices_env(slot: int, need: int, env: dict[str, str]) -> dict[str, str]:

@@ -32,7 +32,15 @@ import numpy as np
 
 from dlguide_core import images
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import TENSORFLOW_RECIPES, ConfigError, Recipe, RunContext, RunResult, register
+from dlguide_core.recipes import (
+    TENSORFLOW_RECIPES,
+    ConfigError,
+    Recipe,
+    RunContext,
+    RunResult,
+    gpu_index,
+    register,
+)
 from dlguide_core.sinks import TrainingSink
 from dlguide_core.tf_data import (
     FASHION_CLASSES,
@@ -207,7 +215,7 @@ def _configure_gpus(tf: Any, device: str, slot: int) -> None:
         if device == "cpu":
             tf.config.set_visible_devices([], "GPU")
         elif len(gpus) > 1:
-            tf.config.set_visible_devices([gpus[slot % len(gpus)]], "GPU")  # the slot the job queue gave
+            tf.config.set_visible_devices([gpus[gpu_index(slot, len(gpus))]], "GPU")  # the slot the queue gave
         for gpu in gpus:
             tf.config.experimental.set_memory_growth(gpu, True)
     except RuntimeError:

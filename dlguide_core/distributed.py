@@ -34,7 +34,7 @@ from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import gpu_index, process_slot
+from dlguide_core.recipes import gpu_index, process_slot, rdzv_endpoint_problem
 from dlguide_core.sinks import NullSink, TrainingSink
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
@@ -346,11 +346,8 @@ class LaunchSpec:
             raise DistributedError(f"--node-rank must be in 0..{self.nnodes - 1}")
         if self.max_restarts < 0:
             raise DistributedError("--max-restarts cannot be negative")
-        if self.nnodes > 1:
-            host, _, port = self.rdzv_endpoint.rpartition(":")
-            if not host or not port.isdigit():
-                raise DistributedError("a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, "
-                                       "reachable from all others, e.g. node0.example:29400)")
+        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
+            raise DistributedError(problem)
 
     @property
     def uses_torchrun(self) -> bool:

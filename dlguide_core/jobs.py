@@ -585,7 +585,11 @@ def dispatch(store: JobStore) -> list[str]:
     store.refresh()
     started = []
     while (job := store.claim_next(max_concurrent())) is not None:
-        launch(store, job)
+        try:
+            launch(store, job)
+        except (DlguideError, OSError) as exc:  # no process: fail now instead of holding its slots until refresh
+            store.finish(job.id, "failed", f"could not start: {exc}")
+            continue
         started.append(job.id)
     return started
 

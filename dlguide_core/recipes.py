@@ -80,9 +80,20 @@ class TrainConfig:
         _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
         _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
         _check(self.max_restarts >= 0, "max restarts cannot be negative")
-        _check(self.nnodes == 1 or ":" in self.rdzv_endpoint, "a multi-node run needs a rendezvous HOST:PORT")
+        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
+            raise ConfigError(problem)
         _check(not (self.sync_batchnorm and base == "cpu"),
                "sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
+
+
+def rdzv_endpoint_problem(endpoint: str) -> str | None:
+    """Why `endpoint` cannot be a multi-node run's rendezvous, or None: HOST:PORT, port 1-65535.
+    The one check, used when a job is submitted (TrainConfig) and when torchrun is launched (LaunchSpec)."""
+    host, _, port = endpoint.rpartition(":")
+    if host and not any(c.isspace() for c in endpoint) and port.isdigit() and 0 < int(port) < 65536:
+        return None
+    return (f"a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, reachable from all others, "
+            f"e.g. node0.example:29400), not {endpoint!r}")
 
 
 @dataclass(frozen=True)

@@ -180,3 +180,12 @@ def test_tf_recipe_without_data_downloads_and_offline_fails_with_what_to_fetch(c
         job = store.get(out["job_id"])
     assert job.status == "failed"  # tests run with DLGUIDE_OFFLINE=1
     assert "Fashion-MNIST is not available offline" in job.error and "idx" in job.error
+
+
+def test_a_bad_rendezvous_endpoint_exits_2_at_submit_and_queues_nothing(tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1)
+    assert main(["train", "--recipe", "cifar_net", "--data", str(data), "--nnodes", "2",
+                 "--rdzv-endpoint", "node0:", "--detach"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: a multi-node run needs --rdzv-endpoint HOST:PORT") and "\n" not in err
+    assert JobStore().list_jobs() == []

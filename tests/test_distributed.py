@@ -357,6 +357,20 @@ def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path
     assert any("global batch 16 (4 per device x 2 processes x 2 machines)" in c.value for c in at.caption)
 
 
+def test_train_page_refuses_a_bad_rendezvous_endpoint_at_submit(tmp_path: Path, monkeypatch) -> None:
+    from tests.apptest import open_app
+
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    at.toggle(key="train_cifar_net_multinode").set_value(True).run()
+    at.text_input(key="train_cifar_net_rdzv").input("node0:").run()
+    at.button(key="train_cifar_net_start").click().run()
+    assert not at.exception, at.exception
+    assert any("HOST:PORT" in e.value for e in at.error) and JobStore().list_jobs() == []
+
+
 def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """`--max-restarts N` runs one process under torchrun: it must take the queue's slot, not GPU 0."""
     from dataclasses import replace

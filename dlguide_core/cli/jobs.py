@@ -52,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
     all_jobs = store.list_jobs()
-    jobs.dispatch(store)  # a slot freed by a dead job starts the next queued one
+    # A slot freed by a dead job starts the next queued one. Beside jobs still running, that needs the GPU
+    # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
+    jobs.dispatch(store, lambda: jobs.max_jobs_setting() or 0)
     if args.json:
         print(json.dumps([store.summary(j) | {"created": j.created} for j in all_jobs], indent=2))
         return 0

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from dlguide_core import datasets
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress
 
 
@@ -24,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core import datasets  # torchvision: only when a dataset is prepared
+
     target = Path(args.dir).expanduser().resolve()
     progress = download_progress("the dataset")
     if args.dataset == "cifar10":

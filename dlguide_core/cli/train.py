@@ -14,8 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlguide_core import distributed, jobs
-from dlguide_core.job_runner import run_job
+from dlguide_core import jobs
 from dlguide_core.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
 from dlguide_core.sinks import ConsoleSink
 
@@ -61,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_config(args: argparse.Namespace):
+    from dlguide_core import distributed
+
     overrides = {name: getattr(args, name) for name in FIELDS}
     overrides["data"] = str(Path(args.data).expanduser().resolve()) if args.data else ""
     if args.weights not in (None, "imagenet", "none"):
@@ -79,6 +80,8 @@ def build_config(args: argparse.Namespace):
 
 def join_run(args: argparse.Namespace) -> int:
     """Node rank > 0 of a multi-node run: torchrun here, the job and its config live on node 0."""
+    from dlguide_core import distributed
+
     try:
         spec = distributed.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
                                       args.rdzv_endpoint or "", args.max_restarts or 0)
@@ -101,6 +104,8 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core import distributed  # torch: train is a heavy command, --help and `jobs` are not
+
     if not args.data and (args.recipe not in TENSORFLOW_RECIPES or args.node_rank):  # joining: a PyTorch run
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
               file=sys.stderr)
@@ -127,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
+    from dlguide_core import distributed
+    from dlguide_core.job_runner import run_job
+
     store.claim(job_id, os.getpid())
     job = store.get(job_id, refresh=False)
     print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)

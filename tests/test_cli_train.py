@@ -189,3 +189,20 @@ def test_a_bad_rendezvous_endpoint_exits_2_at_submit_and_queues_nothing(tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: a multi-node run needs --rdzv-endpoint HOST:PORT") and "\n" not in err
     assert JobStore().list_jobs() == []
+
+
+def test_jobs_show_json_lists_warnings_for_a_diverged_run(capsys) -> None:
+    """An added `warnings` list (one line each, with a hint); the status is left alone."""
+    store = JobStore()
+    for losses in ([2.3, 2.2, 2.1, 2.0, 1.9, 1.8], [2.4, 2.9, 3.6, 4.4, 5.9, 7.1, 8.8, 10.4, 12.2, 14.0, 16.1, 17.7]):
+        job = store.create("inception_v3", "pytorch", {"lr": 0.1, "weights": "none", "epochs": 1})
+        store.add_steps([(job.id, s, 0, v, 0.1, 8.0, time.time() + s, None) for s, v in enumerate(losses, 1)])
+        store.finish(job.id, "succeeded")
+        code, data = cli_json(capsys, "jobs", "show", job.id, "--json")
+        assert code == 0 and data["status"] == "succeeded"
+        if losses[0] == 2.3:
+            assert data["warnings"] == []
+    (warning,) = data["warnings"]
+    assert "the loss rose from" in warning and "from random init try 0.01" in warning
+    assert main(["jobs", "show", job.id]) == 0
+    assert f"warning: {warning}" in capsys.readouterr().out

@@ -293,3 +293,16 @@ def test_a_diverged_run_with_nan_losses_still_draws_its_charts() -> None:
     assert not at.exception, at.exception
     raw = _values(_chart(at, "Training loss per step")["data"][0]["y"])
     assert len(raw) <= 2000 and max(v for v in raw if v == v) == pytest.approx(2.4 + 39 * 0.5)
+
+
+def test_a_diverged_run_is_flagged_with_a_hint_and_a_healthy_one_is_not() -> None:
+    store = JobStore()
+    healthy, diverged = _stored_job(store, "succeeded"), _diverged_job(store)
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([healthy]).run()
+    assert not [w for w in at.warning if "diverg" in w.value]
+    at.multiselect(key="train_view_jobs").set_value([healthy, diverged]).run()
+    assert not at.exception, at.exception
+    flagged = [w.value for w in at.warning if "diverg" in w.value]
+    assert flagged[0].startswith(f"{diverged}: the loss became NaN at step 40 of 3000")
+    assert any("the loss rose from" in w for w in flagged) and store.get(diverged).status == "running"

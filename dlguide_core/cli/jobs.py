@@ -9,6 +9,7 @@ import time
 
 from dlguide_core import jobs
 from dlguide_core.cli.train import run_foreground
+from dlguide_core.diagnostics import training_warnings
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
 
@@ -34,12 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
-    count (Job.epochs, else the config's) is `planned_epochs`."""
+    count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
+    a hint, when the losses show the run diverging (dlguide_core.diagnostics; the status is unchanged)."""
     data = job.to_json()
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
     data["last_step"] = store.last_step(job.id)
     data["epochs"] = store.epochs(job.id)
     data["per_class_accuracy"] = store.per_class_accuracy(job.id)
+    data["warnings"] = training_warnings(store.steps(job.id, extras=False)["loss"], data["epochs"], job.config)
     return data
 
 
@@ -82,6 +85,8 @@ def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))
     _print_per_class(data["per_class_accuracy"])
+    for warning in data["warnings"]:
+        print(f"  warning: {warning}")
     return 0
 
 

@@ -206,3 +206,25 @@ def test_jobs_show_json_lists_warnings_for_a_diverged_run(capsys) -> None:
     assert "the loss rose from" in warning and "from random init try 0.01" in warning
     assert main(["jobs", "show", job.id]) == 0
     assert f"warning: {warning}" in capsys.readouterr().out
+
+
+def test_dataset_paths_outside_the_data_roots_exit_2_when_roots_are_set(tmp_path: Path, capsys, monkeypatch) -> None:
+    """README: exit 2 for a path outside the data roots. `train --data` and `prepare DIR` name datasets."""
+    roots, outside = tmp_path / "roots", tmp_path / "elsewhere"
+    (roots / "escape").parent.mkdir()
+    outside.mkdir()
+    (roots / "escape").symlink_to(outside)  # a link inside a root that leads out of it
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(roots))
+    for argv in (["train", "--recipe", "cifar_net", "--data", str(outside), "--epochs", "1"],
+                 ["train", "--recipe", "cifar_net", "--data", str(roots / "escape")],
+                 ["train", "--recipe", "cifar_net", "--data", str(outside), "--nnodes", "2", "--node-rank", "1",
+                  "--rdzv-endpoint", "head:29500"],
+                 ["prepare", "cifar10", str(outside)], ["prepare", "tiny-imagenet", str(roots / "escape")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "is outside the configured data roots" in err and "\n" not in err
+    assert JobStore().list_jobs() == []
+    assert main(["prepare", "cifar10", str(roots / "cifar")]) == 1  # inside: checked, then "no CIFAR-10 here"
+    assert "is outside" not in capsys.readouterr().err
+    monkeypatch.delenv("DLGUIDE_DATA_ROOTS")  # unset: the CLI takes any folder its user names
+    assert main(["prepare", "cifar10", str(outside)]) == 1 and "is outside" not in capsys.readouterr().err

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from dlguide_core import jobs
+from dlguide_core.cli.common import dataset_path
 from dlguide_core.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
 from dlguide_core.sinks import ConsoleSink
 
@@ -63,7 +64,7 @@ def build_config(args: argparse.Namespace):
     from dlguide_core import distributed
 
     overrides = {name: getattr(args, name) for name in FIELDS}
-    overrides["data"] = str(Path(args.data).expanduser().resolve()) if args.data else ""
+    overrides["data"] = str(dataset_path(args.data)) if args.data else ""
     if args.weights not in (None, "imagenet", "none"):
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
     for flag in ("amp", "sync_batchnorm", "scale_lr"):
@@ -88,7 +89,7 @@ def join_run(args: argparse.Namespace) -> int:
     except distributed.DistributedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    data = str(Path(args.data).expanduser().resolve())
+    data = str(dataset_path(args.data))
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
     return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(distributed.torchrun_command(spec, data=data))) == 0 \
         else EXIT_FAILED

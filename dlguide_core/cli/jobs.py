@@ -80,7 +80,8 @@ def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
     print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}")
     if data["last_step"]:
         last = data["last_step"]
-        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {last['loss']:.4f}")
+        loss = "NaN" if last["loss"] is None else f"{last['loss']:.4f}"  # the store keeps a NaN loss as NULL
+        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {loss}")
     for row in data["epochs"]:
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))

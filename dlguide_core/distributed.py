@@ -34,6 +34,7 @@ from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.recipes import gpu_index, process_slot, rdzv_endpoint_problem
 from dlguide_core.sinks import NullSink, TrainingSink
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
@@ -85,8 +86,8 @@ class DistEnv:
         return max(self.max_restarts - self.restart_count, 0)
 
 
-def device_for(spec: str, env: DistEnv) -> torch.device:
-    """One device per local rank: cuda:LOCAL_RANK when GPUs are used, else the CPU."""
+def device_for(spec: str, env: DistEnv, slot: int = 0) -> torch.device:
+    """One device per local rank: cuda:(slot + LOCAL_RANK) when GPUs are used (recipes.gpu_index), else the CPU."""
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -95,7 +96,7 @@ def device_for(spec: str, env: DistEnv) -> torch.device:
     if env.local_rank >= count:
         raise DistributedError(f"{env.local_world_size} processes on this machine but PyTorch sees {count} GPU(s); "
                                f"use --nproc-per-node {count} or fewer")
-    return torch.device(f"cuda:{env.local_rank}")
+    return torch.device(f"cuda:{gpu_index(slot + env.local_rank, count)}")
 
 
 def destroy_process_group() -> None:
@@ -345,11 +346,8 @@ class LaunchSpec:
             raise DistributedError(f"--node-rank must be in 0..{self.nnodes - 1}")
         if self.max_restarts < 0:
             raise DistributedError("--max-restarts cannot be negative")
-        if self.nnodes > 1:
-            host, _, port = self.rdzv_endpoint.rpartition(":")
-            if not host or not port.isdigit():
-                raise DistributedError("a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, "
-                                       "reachable from all others, e.g. node0.example:29400)")
+        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
+            raise DistributedError(problem)
 
     @property
     def uses_torchrun(self) -> bool:
@@ -538,7 +536,8 @@ def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: Traini
     recipe = get_recipe(payload["recipe"])
     config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
     folder = job_dir(payload["job_id"])
-    ctx = RunContext(payload["job_id"], payload["recipe"], folder, sink, resume=payload["resume"], dist=env)
+    ctx = RunContext(payload["job_id"], payload["recipe"], folder, sink, resume=payload["resume"],
+                     slot=process_slot(), dist=env)
     if ctx.resume:
         share_checkpoint(env, ctx.checkpoint_path)
     return recipe.run_function()(recipe.config_from_dict(config), ctx)

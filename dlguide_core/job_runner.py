@@ -20,7 +20,7 @@ from dataclasses import replace
 from dlguide_core import distributed
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import Job, JobStore, StoreSink, dispatch
-from dlguide_core.recipes import RunContext, RunResult, get_recipe
+from dlguide_core.recipes import RunContext, RunResult, get_recipe, process_slot
 from dlguide_core.sinks import ConsoleSink, TeeSink, TrainingSink
 
 # Ctrl-C is a deliberate stop (cancelled); SIGTERM comes from shutdowns (interrupted, resumable).
@@ -53,7 +53,7 @@ def _final_status(result: RunResult, sink: StoreSink) -> tuple[str, str | None]:
 def _run(job: Job, sink: TrainingSink) -> RunResult:
     recipe = get_recipe(job.recipe)
     cfg = recipe.config_from_dict(job.config)
-    ctx = RunContext(job.id, job.recipe, job.job_dir, sink, slot=job.slot or 0)
+    ctx = RunContext(job.id, job.recipe, job.job_dir, sink, slot=process_slot(job.slot or 0))
     ctx = replace(ctx, resume=ctx.checkpoint_path.is_file())  # a resumed job continues from its checkpoint
     return recipe.run_function()(cfg, ctx)
 

@@ -25,9 +25,10 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -201,13 +202,14 @@ class JobStore:
         with self._tx() as db:
             return db.execute(sql, args).rowcount == 1
 
-    def claim_next(self, max_running: int) -> Job | None:
+    def claim_next(self, max_running: int | Callable[[], int]) -> Job | None:
         """Atomically move the oldest queued job to running if its devices fit in `max_running`.
 
         Each job counts as the devices it uses (`devices_of`: a torchrun job's processes per
         node), so an 8-GPU job fills an 8-GPU machine. Strictly first in, first out: a job that
         does not fit yet waits and nothing overtakes it; a job bigger than the machine still
-        runs alone (torchrun then says what is missing)."""
+        runs alone (torchrun then says what is missing). `max_running` may be a function, asked only
+        when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
         with self._tx() as db:
             running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
             row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
@@ -216,12 +218,13 @@ class JobStore:
                 return None
             used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}
             need = devices_of(row["config"])
-            if running and len(used) + need > max_running:
+            limit = (max_running() if callable(max_running) else max_running) if running else need
+            if running and len(used) + need > limit:
                 return None
             # slot = the job's first device: the first free block of `need` slots, else the first free slot.
-            blocks = (s for s in range(max_running - need + 1) if used.isdisjoint(range(s, s + need)))
+            blocks = (s for s in range(limit - need + 1) if used.isdisjoint(range(s, s + need)))
             slot = next(blocks, None)
-            slot = slot if slot is not None else next(i for i in range(max_running + len(used) + 1) if i not in used)
+            slot = slot if slot is not None else next(i for i in range(limit + len(used) + 1) if i not in used)
             db.execute("UPDATE jobs SET status = 'running', slot = ?, pid = NULL, started = ?, error = NULL, "
                        "attempts = attempts + 1 WHERE id = ?", (slot, time.time(), row["id"]))
         return self.get(row["id"], refresh=False)
@@ -552,12 +555,17 @@ class StoreSink(NullSink):
 # -------------------------------------------------------------------- the queue
 
 
+def max_jobs_setting() -> int | None:
+    """DLGUIDE_MAX_JOBS when it is a positive integer, else None."""
+    raw = os.environ.get("DLGUIDE_MAX_JOBS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
 def max_concurrent() -> int:
     """Devices the queue may fill at once (see claim_next: a job counts as its devices):
     DLGUIDE_MAX_JOBS, else the GPUs PyTorch sees, 1 on a CPU-only machine."""
-    raw = os.environ.get("DLGUIDE_MAX_JOBS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
+    if (setting := max_jobs_setting()) is not None:
+        return setting
     import torch
 
     return max(1, torch.cuda.device_count() if torch.cuda.is_available() else 1)
@@ -580,12 +588,18 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> 
     return store.get(job.id, refresh=False)
 
 
-def dispatch(store: JobStore) -> list[str]:
-    """Start queued jobs while fewer than max_concurrent() run; returns the ids started."""
+def dispatch(store: JobStore, max_running: Callable[[], int] = max_concurrent) -> list[str]:
+    """Start queued jobs while fewer than `max_running()` devices are busy; returns the ids started.
+    `max_running` is asked at most once, and only when a queued job would start beside running ones."""
     store.refresh()
     started = []
-    while (job := store.claim_next(max_concurrent())) is not None:
-        launch(store, job)
+    limit = lru_cache(maxsize=1)(max_running)
+    while (job := store.claim_next(limit)) is not None:
+        try:
+            launch(store, job)
+        except (DlguideError, OSError) as exc:  # no process: fail now instead of holding its slots until refresh
+            store.finish(job.id, "failed", f"could not start: {exc}")
+            continue
         started.append(job.id)
     return started
 
@@ -594,14 +608,25 @@ def launch(store: JobStore, job: Job) -> int:
     """Start the job's own process, detached (new session) so it outlives the app and the tab."""
     folder = job_dir(job.id)
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DLGUIDE_HOME": str(settings.home())}
-    env.update(visible_devices_env(job.slot or 0, devices_of(job.config), env))
+    env = job_env(job, os.environ)
     with open(folder / "job.log", "ab") as log:
         proc = subprocess.Popen(job_command(job),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=Path(__file__).resolve().parents[1], env=env)
     store.set_pid(job.id, proc.pid)
     return proc.pid
+
+
+def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
+    """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
+    (recipes.gpu_index: 0 when pinned to its block, else the queue's slot)."""
+    from dlguide_core.recipes import GPU_SLOT_ENV
+
+    env = {**environ, "DLGUIDE_HOME": str(settings.home())}
+    pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)
+    env.update(pinned)
+    env[GPU_SLOT_ENV] = "0" if pinned else str(job.slot or 0)
+    return env
 
 
 def visible_devices_env(slot: int, need: int, env: dict[str, str]) -> dict[str, str]:

@@ -27,7 +27,10 @@ def ema(values: Sequence[float], smoothing: float) -> np.ndarray:
 
 def downsample(x: Sequence[float], y: Sequence[float], max_points: int = DEFAULT_MAX_POINTS
                ) -> tuple[np.ndarray, np.ndarray]:
-    """At most about `max_points` points: per bucket, the min and the max in step order (spikes survive)."""
+    """At most about `max_points` points: per bucket, the min and the max in step order (spikes survive).
+
+    NaN is ignored within a bucket; a bucket that is all NaN (a diverged run: Keras passes NaN losses
+    through) keeps its first point, so the curve shows a gap there instead of the page crashing."""
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if len(xs) <= max_points:
         return xs, ys
@@ -38,6 +41,9 @@ def downsample(x: Sequence[float], y: Sequence[float], max_points: int = DEFAULT
         if end <= start:
             continue
         chunk = ys[start:end]
+        if np.isnan(chunk).all():
+            keep.append(start)
+            continue
         lo, hi = start + int(np.nanargmin(chunk)), start + int(np.nanargmax(chunk))
         keep.extend(sorted({lo, hi}))
     idx = np.asarray(keep, dtype=np.int64)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +80,20 @@ class TrainConfig:
         _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
         _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
         _check(self.max_restarts >= 0, "max restarts cannot be negative")
-        _check(self.nnodes == 1 or ":" in self.rdzv_endpoint, "a multi-node run needs a rendezvous HOST:PORT")
+        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
+            raise ConfigError(problem)
         _check(not (self.sync_batchnorm and base == "cpu"),
                "sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
+
+
+def rdzv_endpoint_problem(endpoint: str) -> str | None:
+    """Why `endpoint` cannot be a multi-node run's rendezvous, or None: HOST:PORT, port 1-65535.
+    The one check, used when a job is submitted (TrainConfig) and when torchrun is launched (LaunchSpec)."""
+    host, _, port = endpoint.rpartition(":")
+    if host and not any(c.isspace() for c in endpoint) and port.isdigit() and 0 < int(port) < 65536:
+        return None
+    return (f"a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, reachable from all others, "
+            f"e.g. node0.example:29400), not {endpoint!r}")
 
 
 @dataclass(frozen=True)
@@ -129,12 +141,34 @@ class RunContext:
     job_dir: Path
     sink: TrainingSink
     resume: bool = False  # continue from checkpoint_path
-    slot: int = 0  # GPU slot the queue assigned (cuda:slot when device is "auto")
+    slot: int = 0  # the job's first GPU among those this process sees (see gpu_index and process_slot)
     dist: Any = None  # distributed.DistEnv when the job runs under torchrun (one per process)
 
     @property
     def checkpoint_path(self) -> Path:
         return self.job_dir / "checkpoint.pt"
+
+
+# Set by jobs.launch for each job process: its RunContext.slot (torchrun's workers inherit it).
+GPU_SLOT_ENV = "DLGUIDE_GPU_SLOT"
+
+
+def gpu_index(slot: int, visible: int) -> int:
+    """The one device rule, for every framework: a job on `device` auto or cuda runs on the GPU numbered
+    `slot` mod `visible` among the GPUs its process sees (torchrun's ranks: slot + LOCAL_RANK).
+
+    The queue gives each job a slot; a multi-device job is started pinned to its block of GPUs
+    (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, jobs.visible_devices_env), where its first GPU is
+    number 0, so its slot in the process is 0; a single-device job sees every GPU and keeps the
+    queue's slot. The modulo shares GPUs round-robin when DLGUIDE_MAX_JOBS allows more jobs than GPUs."""
+    return slot % visible if visible > 0 else 0
+
+
+def process_slot(default: int = 0) -> int:
+    """RunContext.slot of this process: what the launcher set in DLGUIDE_GPU_SLOT, else `default`
+    (a foreground run, a machine that joins a multi-node run)."""
+    raw = os.environ.get(GPU_SLOT_ENV, "").strip()
+    return int(raw) if raw.isdigit() else default
 
 
 @dataclass(frozen=True)

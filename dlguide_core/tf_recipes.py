@@ -20,6 +20,7 @@ import math
 import os
 import re
 import string
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,15 @@ import numpy as np
 
 from dlguide_core import images
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import TENSORFLOW_RECIPES, ConfigError, Recipe, RunContext, RunResult, register
+from dlguide_core.recipes import (
+    TENSORFLOW_RECIPES,
+    ConfigError,
+    Recipe,
+    RunContext,
+    RunResult,
+    gpu_index,
+    register,
+)
 from dlguide_core.sinks import TrainingSink
 from dlguide_core.tf_data import (
     FASHION_CLASSES,
@@ -137,12 +146,29 @@ def tensorflow_status() -> TensorFlowStatus:
     return TensorFlowStatus(True, "TensorFlow is installed")
 
 
-@lru_cache(maxsize=1)
+# The first import_tensorflow call's (device, slot): TensorFlow fixes its visible GPUs once per process.
+_gpu_settings: list[tuple[str, int]] = []
+_gpu_lock = threading.Lock()
+
+
 def import_tensorflow(device: str = "auto", slot: int = 0) -> Any:
     """Import TensorFlow once per process, with memory growth on every GPU.
 
     Memory growth makes TensorFlow take GPU memory as it needs it instead of all of it
-    up front, so it can share a GPU with PyTorch (which runs in other processes)."""
+    up front, so it can share a GPU with PyTorch (which runs in other processes).
+    The first call's `device` and `slot` pin the GPUs for the whole process; later calls (the
+    data loaders, the model loader) get the same module and change nothing, whatever they pass."""
+    tf = _tensorflow_module()
+    with _gpu_lock:
+        if not _gpu_settings:
+            _configure_gpus(tf, device, slot)  # a ConfigError leaves it unset: the next call says it again
+            _gpu_settings.append((device, slot))
+    _register_keras_objects()  # Keras loads TensorFlow's devices: only once the GPUs are set
+    return tf
+
+
+@lru_cache(maxsize=1)
+def _tensorflow_module() -> Any:
     status = tensorflow_status()
     if not status.available:
         raise TensorFlowUnavailable(status.reason)
@@ -152,12 +178,15 @@ def import_tensorflow(device: str = "auto", slot: int = 0) -> Any:
         import tensorflow as tf
     except Exception as exc:  # noqa: BLE001 - a broken TF install raises anything from ImportError to OSError
         raise TensorFlowUnavailable(f"TensorFlow does not import ({str(exc)[:160]}); reinstall it") from None
-    _configure_gpus(tf, device, slot)
+    return tf
+
+
+@lru_cache(maxsize=1)
+def _register_keras_objects() -> None:
     import keras
 
     if keras.saving.get_registered_object("dlguide>custom_standardization") is None:
         keras.saving.register_keras_serializable(package="dlguide")(custom_standardization)
-    return tf
 
 
 def _load_triton_first() -> None:
@@ -186,7 +215,7 @@ def _configure_gpus(tf: Any, device: str, slot: int) -> None:
         if device == "cpu":
             tf.config.set_visible_devices([], "GPU")
         elif len(gpus) > 1:
-            tf.config.set_visible_devices([gpus[slot % len(gpus)]], "GPU")  # the slot the job queue gave
+            tf.config.set_visible_devices([gpus[gpu_index(slot, len(gpus))]], "GPU")  # the slot the queue gave
         for gpu in gpus:
             tf.config.experimental.set_memory_growth(gpu, True)
     except RuntimeError:

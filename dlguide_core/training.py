@@ -24,7 +24,7 @@ from dlguide_core import distributed, models
 from dlguide_core.checkpoints import load_checkpoint, save_checkpoint
 from dlguide_core.datasets import DataBundle, load_data
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe
+from dlguide_core.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe, gpu_index
 from dlguide_core.sinks import TrainingSink
 
 HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count
@@ -38,12 +38,17 @@ class TrainingFailed(DlguideError):
 
 
 def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
-    if spec == "auto":
-        if torch.cuda.is_available():
-            return torch.device(f"cuda:{slot % torch.cuda.device_count()}")
+    """auto and cuda take the slot's GPU (recipes.gpu_index: cuda:slot mod the GPUs seen); cuda:N is N."""
+    if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if spec.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device cuda was asked for, but PyTorch sees no GPU (use --device cpu or auto)")
+    count = torch.cuda.device_count()
+    if spec in ("auto", "cuda"):
+        return torch.device(f"cuda:{gpu_index(slot, count)}")
+    index = spec.partition(":")[2]
+    if spec.startswith("cuda:") and index.isdigit() and int(index) >= count:
+        raise ConfigError(f"device {spec} was asked for, but PyTorch sees {count} GPU(s)")
     return torch.device(spec)
 
 
@@ -176,7 +181,7 @@ def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0,
     arch = get_recipe(recipe).arch or recipe
     env = env or distributed.DistEnv()
     seed_everything(cfg.seed)
-    device = distributed.device_for(cfg.device, env) if env.enabled else resolve_device(cfg.device, slot)
+    device = distributed.device_for(cfg.device, env, slot) if env.enabled else resolve_device(cfg.device, slot)
     # Every batch has the same shape: let cuDNN/MIOpen time the convolution algorithms once and keep
     # the fastest, as the guide's (torchvision reference) script does.
     torch.backends.cudnn.benchmark = device.type == "cuda"

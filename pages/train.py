@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core import datasets, distributed, jobs, settings
+from dlguide_core.diagnostics import training_warnings
 from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
@@ -258,6 +259,10 @@ def live_view(all_jobs: list) -> None:
     shown = sum(len(c["step"]) for c in runs.values())
     st.caption(f"{shown:,} steps stored · refreshed {time.strftime('%H:%M:%S')} · "
                + " · ".join(f"{j.id}: {j.status}" for j in chosen))
+    epochs = {j.id: store.epochs(j.id) for j in chosen}
+    for job in chosen:  # a diverged run says so, with what to change (no status change)
+        for warning in training_warnings(runs[job.id]["loss"], epochs[job.id], job.config):
+            st.warning(f"{job.id}: {warning}", icon=":material/trending_up:")
     st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y), key="train_loss_chart")
     left, right = st.columns(2)
     lr = {name: stride(c["step"], c["lr"]) for name, c in runs.items()}
@@ -269,7 +274,6 @@ def live_view(all_jobs: list) -> None:
     if accuracy:  # TensorFlow jobs: Keras reports a per-batch running mean over the epoch
         st.plotly_chart(curve_figure(accuracy, "Training accuracy per batch (%, running mean within each epoch)"),
                         key="train_step_acc_chart")
-    epochs = {j.id: store.epochs(j.id) for j in chosen}
     if any(epochs.values()):
         loss_fig, acc_fig = epoch_figures(epochs, log_y)
         left.plotly_chart(loss_fig, key="train_epoch_loss_chart")

@@ -180,3 +180,55 @@ def test_tf_recipe_without_data_downloads_and_offline_fails_with_what_to_fetch(c
         job = store.get(out["job_id"])
     assert job.status == "failed"  # tests run with DLGUIDE_OFFLINE=1
     assert "Fashion-MNIST is not available offline" in job.error and "idx" in job.error
+
+
+def test_a_bad_rendezvous_endpoint_exits_2_at_submit_and_queues_nothing(tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1)
+    assert main(["train", "--recipe", "cifar_net", "--data", str(data), "--nnodes", "2",
+                 "--rdzv-endpoint", "node0:", "--detach"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: a multi-node run needs --rdzv-endpoint HOST:PORT") and "\n" not in err
+    assert JobStore().list_jobs() == []
+
+
+def test_jobs_show_json_lists_warnings_for_a_diverged_run(capsys) -> None:
+    """An added `warnings` list (one line each, with a hint); the status is left alone."""
+    store = JobStore()
+    for losses in ([2.3, 2.2, 2.1, 2.0, 1.9, 1.8], [2.4, 2.9, 3.6, 4.4, 5.9, 7.1, 8.8, 10.4, 12.2, 14.0, 16.1, 17.7]):
+        job = store.create("inception_v3", "pytorch", {"lr": 0.1, "weights": "none", "epochs": 1})
+        store.add_steps([(job.id, s, 0, v, 0.1, 8.0, time.time() + s, None) for s, v in enumerate(losses, 1)])
+        store.finish(job.id, "succeeded")
+        code, data = cli_json(capsys, "jobs", "show", job.id, "--json")
+        assert code == 0 and data["status"] == "succeeded"
+        if losses[0] == 2.3:
+            assert data["warnings"] == []
+    (warning,) = data["warnings"]
+    assert "the loss rose from" in warning and "from random init try 0.01" in warning
+    assert main(["jobs", "show", job.id]) == 0
+    assert f"warning: {warning}" in capsys.readouterr().out
+    store.add_steps([(job.id, 13, 0, float("nan"), 0.1, 8.0, time.time() + 13, None)])  # then NaN (Keras)
+    assert main(["jobs", "show", job.id]) == 0
+    out = capsys.readouterr().out
+    assert "step 13/?  epoch 0  loss NaN" in out and "warning: the loss became NaN at step 13 of 13" in out
+
+
+def test_dataset_paths_outside_the_data_roots_exit_2_when_roots_are_set(tmp_path: Path, capsys, monkeypatch) -> None:
+    """README: exit 2 for a path outside the data roots. `train --data` and `prepare DIR` name datasets."""
+    roots, outside = tmp_path / "roots", tmp_path / "elsewhere"
+    (roots / "escape").parent.mkdir()
+    outside.mkdir()
+    (roots / "escape").symlink_to(outside)  # a link inside a root that leads out of it
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(roots))
+    for argv in (["train", "--recipe", "cifar_net", "--data", str(outside), "--epochs", "1"],
+                 ["train", "--recipe", "cifar_net", "--data", str(roots / "escape")],
+                 ["train", "--recipe", "cifar_net", "--data", str(outside), "--nnodes", "2", "--node-rank", "1",
+                  "--rdzv-endpoint", "head:29500"],
+                 ["prepare", "cifar10", str(outside)], ["prepare", "tiny-imagenet", str(roots / "escape")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "is outside the configured data roots" in err and "\n" not in err
+    assert JobStore().list_jobs() == []
+    assert main(["prepare", "cifar10", str(roots / "cifar")]) == 1  # inside: checked, then "no CIFAR-10 here"
+    assert "is outside" not in capsys.readouterr().err
+    monkeypatch.delenv("DLGUIDE_DATA_ROOTS")  # unset: the CLI takes any folder its user names
+    assert main(["prepare", "cifar10", str(outside)]) == 1 and "is outside" not in capsys.readouterr().err

@@ -355,3 +355,49 @@ def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path
         "--nnodes 2 --node-rank 1 --rdzv-endpoint node0.example:29400"]
     # The global batch as a number: cifar_net's batch 4 per device x 2 processes x 2 machines.
     assert any("global batch 16 (4 per device x 2 processes x 2 machines)" in c.value for c in at.caption)
+
+
+def test_train_page_refuses_a_bad_rendezvous_endpoint_at_submit(tmp_path: Path, monkeypatch) -> None:
+    from tests.apptest import open_app
+
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    at.toggle(key="train_cifar_net_multinode").set_value(True).run()
+    at.text_input(key="train_cifar_net_rdzv").input("node0:").run()
+    at.button(key="train_cifar_net_start").click().run()
+    assert not at.exception, at.exception
+    assert any("HOST:PORT" in e.value for e in at.error) and JobStore().list_jobs() == []
+
+
+def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--max-restarts N` runs one process under torchrun: it must take the queue's slot, not GPU 0."""
+    from dataclasses import replace
+
+    from dlguide_core import recipes
+    from dlguide_core.jobs import job_env
+
+    seen = []
+    stand_in = replace(recipes.get_recipe("cifar_net"), name="slot_probe")
+    monkeypatch.setattr(recipes.Recipe, "run_function", lambda self: lambda cfg, ctx: seen.append(ctx.slot))
+    monkeypatch.setitem(recipes._REGISTRY, "slot_probe", stand_in)
+    config = {"nproc_per_node": 1, "max_restarts": 2}
+    job = replace(JobStore().create("slot_probe", "pytorch", config), slot=1)  # the queue's second GPU
+    env = job_env(job, {})
+    assert "CUDA_VISIBLE_DEVICES" not in env  # one device: not pinned, it sees every GPU
+    monkeypatch.setenv("DLGUIDE_GPU_SLOT", env["DLGUIDE_GPU_SLOT"])  # what torchrun's worker inherits
+    D._train(D.DistEnv(under_torchrun=True), {"job_id": job.id, "recipe": "slot_probe", "config": config,
+                                               "resume": False}, None, RecordingSink())
+    assert seen == [1]
+    pinned = job_env(replace(job, config={"nproc_per_node": 2}, slot=2), {})
+    assert pinned["CUDA_VISIBLE_DEVICES"] == "2,3" and pinned["DLGUIDE_GPU_SLOT"] == "0"  # its block: cuda:0, 1
+
+
+def test_ranks_take_their_gpu_from_the_slot_and_local_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    two = D.DistEnv(rank=1, local_rank=1, world_size=2, local_world_size=2)
+    assert str(D.device_for("cuda", two)) == "cuda:1"  # pinned to its block: the slot in the process is 0
+    one_per_node = D.DistEnv(rank=1, local_rank=0, world_size=2, local_world_size=1)
+    assert str(D.device_for("auto", one_per_node, slot=3)) == "cuda:3"  # one process per machine, unpinned

@@ -320,3 +320,14 @@ def test_torchrun_failure_summary_names_the_rank_that_died_first():
     lines = [line.strip() for line in TORCHRUN_FAILURE.splitlines() if line.strip()]
     assert torchrun_root_cause(lines) == "rank 1 (local_rank: 1) exitcode -9 (pid: 4144)  (SIGKILL)"
     assert torchrun_root_cause(["Traceback (most recent call last):", "ValueError: boom"]) is None
+
+
+def test_a_job_that_cannot_be_launched_fails_at_once_instead_of_holding_its_slots():
+    """A record made before the endpoint check (or by hand) must not sit `running` with no process."""
+    from dlguide_core.jobs import dispatch
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {"data": "/d", "nnodes": 2, "rdzv_endpoint": "node0:"})
+    assert dispatch(store) == []
+    done = store.get(job.id)
+    assert done.status == "failed" and done.error.startswith("could not start: a multi-node run needs")

@@ -35,3 +35,13 @@ def test_downsample_keeps_spikes_and_bounds_points() -> None:
 def test_stride_keeps_the_last_point() -> None:
     xs, _ = stride(np.arange(10_001), np.arange(10_001), 1000)
     assert len(xs) <= 1001 and xs[-1] == 10_000
+
+
+def test_downsample_survives_all_nan_buckets_of_a_diverged_run() -> None:
+    # Keras passes NaN losses through: a diverged run's tail is all NaN, and buckets that are all NaN
+    # keep one point (drawn as a gap) instead of raising "All-NaN slice encountered".
+    y = np.concatenate([np.linspace(2.0, 5.0, 3000), np.full(3000, np.nan), [np.inf, 1.0]])
+    xs, ys = downsample(np.arange(len(y)), y, 2000)
+    assert len(xs) <= 2000 and np.all(np.diff(xs) > 0)
+    assert np.isnan(ys).any() and np.isinf(ys).any() and ys[np.isfinite(ys)].max() == 5.0
+    assert xs[0] == 0 and 2999 in xs  # the last finite point before the NaNs survives

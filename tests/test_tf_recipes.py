@@ -127,6 +127,31 @@ def _python(code: str) -> str:
     return done.stdout
 
 
+_ONCE_PER_PROCESS = """
+import json, sys, types
+from tests.test_tf_recipes import _fake_tf
+tf = _fake_tf(["GPU:0", "GPU:1", "GPU:2"])
+keras = types.ModuleType("keras")
+keras.saving = types.SimpleNamespace(get_registered_object=lambda name: object())
+sys.modules.update(tensorflow=tf, keras=keras)  # stand-ins: no GPUs here
+from dlguide_core import tf_recipes
+tf_recipes.tensorflow_status = lambda: tf_recipes.TensorFlowStatus(True, "stand-in")
+tf_recipes._load_triton_first = lambda: None
+pinned = []
+set_visible = tf.config.set_visible_devices
+tf.config.set_visible_devices = lambda devices, kind: (pinned.append(list(devices)), set_visible(devices, kind))
+tf_recipes.import_tensorflow("cuda", 2)  # the job: the queue's slot 2
+tf_recipes.import_tensorflow()  # tf_data and load_tf_model call it with the defaults
+print(json.dumps(pinned))
+"""
+
+
+def test_import_tensorflow_pins_the_gpus_once_per_process() -> None:
+    """A later call with the defaults (the Fashion-MNIST loader's) must not re-pin the job to GPU 0."""
+    pinned = json.loads(_python(_ONCE_PER_PROCESS).strip().splitlines()[-1])
+    assert pinned == [["GPU:2"]]
+
+
 def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
     out = _python("import sys, json; from dlguide_core.recipes import recipes; names = list(recipes()); "
                   "import dlguide_core.tf_recipes, pages.common; "

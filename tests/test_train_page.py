@@ -272,3 +272,37 @@ def test_a_constant_learning_rate_gets_an_axis_around_its_value() -> None:
     assert not at.exception, at.exception
     assert _chart(at, "Learning rate")["layout"]["yaxis"]["range"] == pytest.approx([0.0, 0.002])
     assert "range" not in _chart(at, "Training loss per step")["layout"].get("yaxis", {})  # varying: autorange
+
+
+def _diverged_job(store: JobStore, steps: int = 3000) -> str:
+    """A running job whose loss blew up and then went NaN (Keras passes NaN through) for most of its steps."""
+    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    store.claim(job.id, os.getpid())
+    store.set_plan(job.id, steps * 2, 1, ("a", "b"))
+    now = time.time()
+    losses = [2.4 + s * 0.5 if s < 40 else float("nan") for s in range(1, steps + 1)]
+    store.add_steps([(job.id, s, 0, loss, 0.1, 40.0, now + s * 0.01, None) for s, loss in enumerate(losses, 1)])
+    return job.id
+
+
+def test_a_diverged_run_with_nan_losses_still_draws_its_charts() -> None:
+    job_id = _diverged_job(JobStore())
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([job_id]).run()
+    assert not at.exception, at.exception
+    raw = _values(_chart(at, "Training loss per step")["data"][0]["y"])
+    assert len(raw) <= 2000 and max(v for v in raw if v == v) == pytest.approx(2.4 + 39 * 0.5)
+
+
+def test_a_diverged_run_is_flagged_with_a_hint_and_a_healthy_one_is_not() -> None:
+    store = JobStore()
+    healthy, diverged = _stored_job(store, "succeeded"), _diverged_job(store)
+    at = open_app("pages/train.py")
+    at.multiselect(key="train_view_jobs").set_value([healthy]).run()
+    assert not [w for w in at.warning if "diverg" in w.value]
+    at.multiselect(key="train_view_jobs").set_value([healthy, diverged]).run()
+    assert not at.exception, at.exception
+    flagged = [w.value for w in at.warning if "diverg" in w.value]
+    assert flagged[0].startswith(f"{diverged}: the loss became NaN at step 40 of 3000")
+    assert any("the loss rose from" in w for w in flagged) and store.get(diverged).status == "running"

@@ -111,3 +111,20 @@ def test_steps_are_flushed_before_each_checkpoint_is_written(tmp_path: Path) -> 
     assert {path for path, _ in sink.checkpoints} == {sink.checkpoint}
     for (reported, on_disk), (_, saved) in zip(sink.flushes, sink.checkpoints):
         assert on_disk < saved["step"] == reported  # flushed with every step reported, file not yet written
+
+
+def _fake_gpus(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """`count` GPUs as PyTorch would report them (none exist here); only the device rule is under test."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+
+
+def test_auto_and_cuda_take_the_queues_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_gpus(monkeypatch, 2)
+    assert [str(resolve_device(spec, slot)) for spec in ("auto", "cuda") for slot in (0, 1)] == \
+        ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]  # two jobs booked on two GPUs get two GPUs
+    assert str(resolve_device("cuda", 3)) == "cuda:1"  # more jobs than GPUs (DLGUIDE_MAX_JOBS): round-robin
+    assert str(resolve_device("cuda:1", 0)) == "cuda:1"  # an explicit GPU wins over the slot
+    assert str(resolve_device("cpu", 1)) == "cpu"
+    with pytest.raises(Exception, match="sees 2 GPU"):
+        resolve_device("cuda:2", 0)

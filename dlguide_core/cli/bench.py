@@ -18,10 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlguide_core.backends import BACKENDS, PRECISIONS, TARGETS, BackendOptions
-from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed, speedups
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
-from dlguide_core.models import load_model
+
+# The parser's choices, as dlguide_core.backends names them (tests/test_cli.py checks they agree): that module
+# imports torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
+BACKENDS = ("torch", "onnxruntime", "migraphx")
+PRECISIONS = ("fp32", "fp16", "int8")
+TARGETS = ("auto", "gpu", "cpu")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -65,6 +68,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core.backends import BackendOptions
+    from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed
+    from dlguide_core.models import load_model
+
     options = BackendOptions(precision=args.precision, target=args.target, intra_op_threads=args.threads,
                              exhaustive_tune=args.exhaustive_tune, torch_compile=args.torch_compile)
     config = BenchConfig(backends=args.backends, batch_sizes=args.batch_sizes, iters=args.iters,
@@ -80,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(rows: list) -> None:
+    from dlguide_core.benchmark import speedups
+
     ratio = speedups(rows)
     print(f"{'backend':12} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
           f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8}")

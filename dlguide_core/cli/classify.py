@@ -6,9 +6,7 @@ import argparse
 import json
 import sys
 
-from dlguide_core.classify import classify_sources
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress, positive_int
-from dlguide_core.models import load_model
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core.classify import classify_sources
+    from dlguide_core.models import load_model
+
     loaded = load_model(args.weights, device=args.device, progress=download_progress("weights"))
     if not loaded.trained:
         print(f"warning: weights are {loaded.label}; predictions are meaningless", file=sys.stderr)

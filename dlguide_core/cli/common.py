@@ -8,8 +8,12 @@ Exit codes (a contract other tools rely on): 0 success, 1 some work failed,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
+
+from dlguide_core import settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS = 0, 1, 2, 3
 
@@ -23,6 +27,16 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def dataset_path(text: str) -> Path:
+    """A dataset folder named on the command line (`train --data`, `prepare DIR`), resolved. When the
+    operator set DLGUIDE_DATA_ROOTS, it must lie inside one of those folders, symlinks resolved
+    (PathNotAllowed: exit 2); unset, the CLI takes any folder, as its user's own shell would.
+    Checkpoints (`--weights PATH`), images to classify and output files are the user's own files: not checked."""
+    if os.environ.get("DLGUIDE_DATA_ROOTS", "").strip():
+        return settings.resolve_in_roots(text)
+    return Path(text).expanduser().resolve()
 
 
 def download_progress(what: str) -> Callable[[int, int], None] | None:

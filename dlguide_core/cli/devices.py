@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlguide_core import devices
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("devices", help="list accelerators and run the guide's install checks")
@@ -16,6 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core import devices
+
     report = devices.collect(include_tensorflow=not args.no_tensorflow)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

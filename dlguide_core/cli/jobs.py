@@ -9,6 +9,7 @@ import time
 
 from dlguide_core import jobs
 from dlguide_core.cli.train import run_foreground
+from dlguide_core.diagnostics import training_warnings
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
 
@@ -34,12 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
-    count (Job.epochs, else the config's) is `planned_epochs`."""
+    count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
+    a hint, when the losses show the run diverging (dlguide_core.diagnostics; the status is unchanged)."""
     data = job.to_json()
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
     data["last_step"] = store.last_step(job.id)
     data["epochs"] = store.epochs(job.id)
     data["per_class_accuracy"] = store.per_class_accuracy(job.id)
+    data["warnings"] = training_warnings(store.steps(job.id, extras=False)["loss"], data["epochs"], job.config)
     return data
 
 
@@ -52,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
     all_jobs = store.list_jobs()
-    jobs.dispatch(store)  # a slot freed by a dead job starts the next queued one
+    # A slot freed by a dead job starts the next queued one. Beside jobs still running, that needs the GPU
+    # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
+    jobs.dispatch(store, lambda: jobs.max_jobs_setting() or 0)
     if args.json:
         print(json.dumps([store.summary(j) | {"created": j.created} for j in all_jobs], indent=2))
         return 0
@@ -75,11 +80,14 @@ def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
     print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}")
     if data["last_step"]:
         last = data["last_step"]
-        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {last['loss']:.4f}")
+        loss = "NaN" if last["loss"] is None else f"{last['loss']:.4f}"  # the store keeps a NaN loss as NULL
+        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {loss}")
     for row in data["epochs"]:
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))
     _print_per_class(data["per_class_accuracy"])
+    for warning in data["warnings"]:
+        print(f"  warning: {warning}")
     return 0
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from dlguide_core import datasets
-from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, dataset_path, download_progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    target = Path(args.dir).expanduser().resolve()
+    from dlguide_core import datasets  # torchvision: only when a dataset is prepared
+
+    target = dataset_path(args.dir)
     progress = download_progress("the dataset")
     if args.dataset == "cifar10":
         if args.download:

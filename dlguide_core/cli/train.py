@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlguide_core import distributed, jobs
-from dlguide_core.job_runner import run_job
+from dlguide_core import jobs
+from dlguide_core.cli.common import dataset_path
 from dlguide_core.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
 from dlguide_core.sinks import ConsoleSink
 
@@ -61,8 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_config(args: argparse.Namespace):
+    from dlguide_core import distributed
+
     overrides = {name: getattr(args, name) for name in FIELDS}
-    overrides["data"] = str(Path(args.data).expanduser().resolve()) if args.data else ""
+    overrides["data"] = str(dataset_path(args.data)) if args.data else ""
     if args.weights not in (None, "imagenet", "none"):
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
     for flag in ("amp", "sync_batchnorm", "scale_lr"):
@@ -79,13 +81,15 @@ def build_config(args: argparse.Namespace):
 
 def join_run(args: argparse.Namespace) -> int:
     """Node rank > 0 of a multi-node run: torchrun here, the job and its config live on node 0."""
+    from dlguide_core import distributed
+
     try:
         spec = distributed.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
                                       args.rdzv_endpoint or "", args.max_restarts or 0)
     except distributed.DistributedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    data = str(Path(args.data).expanduser().resolve())
+    data = str(dataset_path(args.data))
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
     return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(distributed.torchrun_command(spec, data=data))) == 0 \
         else EXIT_FAILED
@@ -101,6 +105,8 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core import distributed  # torch: train is a heavy command, --help and `jobs` are not
+
     if not args.data and (args.recipe not in TENSORFLOW_RECIPES or args.node_rank):  # joining: a PyTorch run
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
               file=sys.stderr)
@@ -127,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
+    from dlguide_core import distributed
+    from dlguide_core.job_runner import run_job
+
     store.claim(job_id, os.getpid())
     job = store.get(job_id, refresh=False)
     print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)

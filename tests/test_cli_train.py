@@ -82,7 +82,10 @@ def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) 
     assert build_config(args).amp_dtype == "bfloat16"
     args = build_parser().parse_args(["train", "--recipe", "inception_v3", "--data", str(tmp_path),
                                       "--amp-dtype", "fp16"])
-    assert build_config(args).amp_dtype == "float16"
+    assert build_config(args).amp_dtype == "float16" and not build_config(args).channels_last
+    args = build_parser().parse_args(["train", "--recipe", "inception_v3", "--data", str(tmp_path), "--amp",
+                                      "--channels-last"])
+    assert build_config(args).channels_last and build_config(args).amp
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--recipe", "cifar_net", "--data", str(tmp_path), "--amp-dtype", "fp8"])
 

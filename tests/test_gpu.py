@@ -4,6 +4,7 @@ without one (this project's CI), run on a lent GPU machine with `pytest -m gpu`.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import torch
 
 from dlguide_core import jobs
 from dlguide_core.classify import classify_sources
+from dlguide_core.cli import main
 from dlguide_core.datasets import write_toy_dataset
 from dlguide_core.jobs import JobStore
 from dlguide_core.models import load_model
@@ -66,24 +68,28 @@ def job_device(job) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("amp_dtype", ["bfloat16", "float16"])
-def test_amp_channels_last_job_trains_cancels_and_resumes_on_the_gpu(tmp_path: Path, amp_dtype: str) -> None:
-    store = JobStore()
-    cfg = gpu_config(tmp_path, amp=True, amp_dtype=amp_dtype, channels_last=True, epochs=400)
-    job = jobs.submit(store, "inception_v3", cfg)
-    wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) >= 30)
-    store.request_cancel(job.id)
-    cancelled = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j)
+@pytest.mark.parametrize("amp_dtype", ["bf16", "fp16"])
+def test_amp_channels_last_job_trains_cancels_and_resumes_on_the_gpu(tmp_path: Path, capsys, amp_dtype: str) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=48, val_per_class=4, size=64)
+    code = main(["train", "--recipe", "inception_v3", "--data", str(data), "--weights", "none", "--device", "cuda",
+                 "--lr", "0.01", "--batch-size", "8", "--workers", "2", "--epochs", "400", "--amp",
+                 "--amp-dtype", amp_dtype, "--channels-last", "--detach", "--json"])
+    assert code == 0
+    store, job_id = JobStore(), json.loads(capsys.readouterr().out)["job_id"]
+    assert store.get(job_id).config["amp"] and store.get(job_id).config["channels_last"]
+    wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) >= 30)
+    store.request_cancel(job_id)
+    cancelled = wait_for(lambda: (j := store.get(job_id)).status in FINAL and j)
     assert cancelled.status == "cancelled", cancelled.error
     assert Path(cancelled.checkpoint).is_file() and cancelled.checkpoint_step >= 30
     assert job_device(cancelled).startswith("cuda")
     kept = cancelled.checkpoint_step
-    jobs.resume(store, job.id)
-    wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) >= kept + 20)
-    store.request_cancel(job.id)
-    again = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j)
+    jobs.resume(store, job_id)
+    wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) >= kept + 20)
+    store.request_cancel(job_id)
+    again = wait_for(lambda: (j := store.get(job_id)).status in FINAL and j)
     assert again.status == "cancelled", again.error
-    steps = store.steps(job.id)
+    steps = store.steps(job_id)
     assert steps["step"] == list(range(1, len(steps["step"]) + 1))  # continuing, no gap, no restart
     assert all(torch.isfinite(torch.tensor(steps["loss"])))
     checkpoint = load_model(again.checkpoint, device="cuda")  # the checkpoint classifies on the GPU

@@ -42,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--amp", action="store_true", help="mixed precision on GPUs (autocast in --amp-dtype)")
     p.add_argument("--amp-dtype", choices=tuple(AMP_DTYPE_FLAGS), default="bf16",
                    help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="NHWC memory format for the model and batches (faster convolutions with --amp on GPUs)")
     p.add_argument("--label-smoothing", type=float, metavar="X")
     p.add_argument("--seed", type=int, metavar="N")
     dist = p.add_argument_group("several devices or machines (torchrun + DDP; see docs/DISTRIBUTED.md)")
@@ -67,7 +69,7 @@ def build_config(args: argparse.Namespace):
     overrides["data"] = str(dataset_path(args.data)) if args.data else ""
     if args.weights not in (None, "imagenet", "none"):
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
-    for flag in ("amp", "sync_batchnorm", "scale_lr"):
+    for flag in ("amp", "channels_last", "sync_batchnorm", "scale_lr"):
         if getattr(args, flag):
             overrides[flag] = True
     recipe = get_recipe(args.recipe)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -90,13 +91,14 @@ def list_gpus() -> tuple[GpuInfo, ...]:
 
 
 def migraphx_status() -> tuple[bool, str]:
-    if importlib.util.find_spec("migraphx") is None:
-        return False, "module migraphx not installed (it ships with ROCm: /opt/rocm/lib on PYTHONPATH)"
-    try:
-        import migraphx  # noqa: F401
-    except Exception as exc:  # a broken ROCm install raises all sorts
-        return False, f"import migraphx failed: {str(exc).splitlines()[0][:160]}"
-    return True, "import migraphx works"
+    """Whether MIGraphX's Python module loads (importable, MIGRAPHX_PYTHONPATH, then $ROCM_PATH/lib) and
+    where from, or what each place gave; without an AMD GPU the detail names the cpu target dlguide uses."""
+    from dlguide_core import migraphx_lib
+
+    ok, detail = migraphx_lib.status()
+    if ok and not Path("/dev/kfd").exists():
+        detail += "; no AMD GPU (/dev/kfd missing): the cpu target is offered instead, as MIGraphX (CPU)"
+    return ok, detail
 
 
 def onnxruntime_providers() -> tuple[str, ...]:

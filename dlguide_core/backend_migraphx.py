@@ -168,7 +168,7 @@ class MigraphxBackend(Backend):
         if source.resolve() != dest.resolve():
             shutil.copyfile(source, dest.with_name(dest.name + ".tmp"))
             os.replace(dest.with_name(dest.name + ".tmp"), dest)
-        self.mxr_path = dest
+        self.mxr_path, self.adopted_from = dest, str(source)
         return self._program
 
     def _check_parameters(self, export: OnnxExport, crop: int) -> int:
@@ -200,6 +200,7 @@ class MigraphxBackend(Backend):
         data = super().describe()
         data.update(target=self.target, exhaustive_tune=self.options.exhaustive_tune,
                     mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
+                    adopted_from=getattr(self, "adopted_from", None),
                     compile_s=_rounded(getattr(self, "compile_s", None)),
                     load_s=_rounded(getattr(self, "load_s", None)),
                     miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))

@@ -16,7 +16,6 @@ from dlguide_core.backends import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
-    MigraphxBackend,
     agreement,
     backend_choices,
     backend_model,

@@ -55,13 +55,16 @@ def candidate_folders() -> list[tuple[str, Path | None]]:
     return [("MIGRAPHX_PYTHONPATH", Path(named) if named else None), ("$ROCM_PATH/lib", Path(rocm) / "lib")]
 
 
+_FOUND: dict[int, tuple[ModuleType, Lookup]] = {}  # modules loaded from a fallback folder, and how
+
+
 def load() -> tuple[ModuleType, Lookup]:
     """The `migraphx` module and where it came from; MigraphxMissing (one line) when nowhere works."""
     tried, broken = [], False  # broken: a module was found but would not load
     try:
         import migraphx
 
-        return migraphx, _lookup(migraphx, "importable")
+        return migraphx, _FOUND.get(id(migraphx), (None, _lookup(migraphx, "importable")))[1]
     except ImportError as exc:
         blocked = isinstance(exc, ModuleNotFoundError) or sys.modules.get("migraphx", 0) is None
         broken = not blocked
@@ -85,7 +88,8 @@ def load() -> tuple[ModuleType, Lookup]:
             tried.append(f"{spec.origin} ({how}) failed to load: {_short(exc)}")
             continue
         sys.modules["migraphx"] = module  # later `import migraphx` anywhere gets this one
-        return module, _lookup(module, how)
+        _FOUND[id(module)] = (module, _lookup(module, how))  # the module is kept, so its id stays its own
+        return module, _FOUND[id(module)][1]
     head = "module migraphx found but unusable" if broken else "module migraphx not installed"
     raise MigraphxMissing(f"{head}: {'; '.join(tried)} (ROCm's migraphx package puts it in /opt/rocm/lib)")
 
@@ -115,7 +119,7 @@ class TargetSupport:
     error: str | None = None
 
 
-_SUPPORT: dict[tuple[int, str], TargetSupport] = {}  # (id of the module, target): probed once per process
+_SUPPORT: dict[tuple[int, str], tuple[ModuleType, TargetSupport]] = {}  # (id(module), target): probed once
 
 
 def target_support(target: str) -> TargetSupport:
@@ -125,9 +129,9 @@ def target_support(target: str) -> TargetSupport:
     except MigraphxMissing as exc:
         return TargetSupport(target, error=str(exc))
     key = (id(migraphx), target)
-    if key not in _SUPPORT:
-        _SUPPORT[key] = _probe(migraphx, target)
-    return _SUPPORT[key]
+    if key not in _SUPPORT:  # the module is kept with its result, so its id cannot be reused by another
+        _SUPPORT[key] = (migraphx, _probe(migraphx, target))
+    return _SUPPORT[key][1]
 
 
 def _probe(migraphx, target: str) -> TargetSupport:

@@ -15,10 +15,11 @@ under the cache name, so later starts find it without the option.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,15 @@ class MigraphxBackend(Backend):
     def provider(self) -> str:
         return f"migraphx:{self.target}" + ("" if self.options.precision == "fp32" else f" {self.options.precision}")
 
+    def _call(self, fn, *args, **kwargs):
+        """Run one MIGraphX call on this backend's own thread: a program compiled or loaded on one thread
+        crashes (SIGSEGV in oneDNN) when run from another on the cpu target (seen with 2.16 here), and
+        Streamlit runs every script rerun on a new thread. The one worker also serialises runs."""
+        return self._worker.submit(fn, *args, **kwargs).result()
+
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         migraphx, _found = migraphx_lib.load()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migraphx")
         export = self._export(loaded, progress)
         path = compiled_path(loaded, self.batch_size, self.options, self.target)
         self.from_cache, self.compile_s, self.load_s = path.is_file() and not self.options.mxr, None, None
@@ -106,25 +114,26 @@ class MigraphxBackend(Backend):
             elif self.from_cache:
                 progress(f"Loading the compiled program {path.name}…", 0.5)
                 self._program = self._timed_load(migraphx, path)
+                self.saved_compile_s = _read_compile_s(path)
             else:
                 start = time.perf_counter()
                 self._program = self._compile(migraphx, export, loaded, progress)
                 self.compile_s = time.perf_counter() - start
                 progress("Saving the compiled program (.mxr)…", 0.9)
-                _save_atomically(migraphx, self._program, path)
+                self._call(_save_atomically, migraphx, self._program, path)
+                _sidecar(path).write_text(json.dumps({"compile_s": round(self.compile_s, 3)}))
         except BackendError:
             raise
         except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
             raise BackendError(f"MIGraphX failed: {short_error(exc)}") from exc
         self._input = export.input_name
         self._compiled_batch = self._check_parameters(export, loaded.preset.crop)
-        self._lock = threading.Lock()  # one program shared by app sessions; not documented as re-entrant
         self.mxr_path = str(self.mxr_path if self.options.mxr else path)
         progress("Ready", 1.0)
 
     def _timed_load(self, migraphx, path: Path):
         start = time.perf_counter()
-        program = migraphx.load(str(path))
+        program = self._call(migraphx.load, str(path))
         self.load_s = time.perf_counter() - start
         return program
 
@@ -132,19 +141,20 @@ class MigraphxBackend(Backend):
         crop = loaded.preset.crop
         progress("Parsing the ONNX file…", 0.2)
         # The exported batch dimension is symbolic; MIGraphX compiles for one fixed batch size.
-        program = migraphx.parse_onnx(export.path, map_input_dims={export.input_name: [self.batch_size, 3, crop, crop]})
-        target = migraphx.get_target(self.target)
+        program = self._call(migraphx.parse_onnx, export.path,
+                             map_input_dims={export.input_name: [self.batch_size, 3, crop, crop]})
+        target = self._call(migraphx.get_target, self.target)
         if self.options.precision != "fp32":
             progress(f"Quantising to {self.options.precision}"
                      + (" (calibrating on the sample photos)…" if self.options.precision == "int8" else "…"), 0.3)
             calibration = [{export.input_name: chunk} for chunk in calibration_batches(loaded, self.batch_size)]
-            migraphx_lib.quantize(migraphx, program, target, self.options.precision, calibration)
+            self._call(migraphx_lib.quantize, migraphx, program, target, self.options.precision, calibration)
         progress(f"Compiling for {self.target}" + (" with exhaustive tuning" if self.options.exhaustive_tune else "")
                  + "…", 0.4)
         if self.options.exhaustive_tune:
-            program.compile(target, offload_copy=True, exhaustive_tune=True)
+            self._call(program.compile, target, offload_copy=True, exhaustive_tune=True)
         else:
-            program.compile(target, offload_copy=True)  # host arrays in and out
+            self._call(program.compile, target, offload_copy=True)  # host arrays in and out
         return program
 
     def _adopt(self, migraphx, source: Path, export: OnnxExport, loaded: LoadedModel, progress: Progress):
@@ -152,7 +162,7 @@ class MigraphxBackend(Backend):
         progress(f"Loading {source.name} (compiled outside dlguide)…", 0.4)
         self._program = self._timed_load(migraphx, source)
         batch_size = self._check_parameters(export, loaded.preset.crop)
-        self._input, self._lock, self._compiled_batch = export.input_name, threading.Lock(), batch_size
+        self._input, self._compiled_batch = export.input_name, batch_size
         progress("Checking it against PyTorch on the sample photos…", 0.7)
         batch = sample_batch(loaded, batch_size)  # (B, 3, crop, crop)
         with torch.inference_mode():
@@ -191,10 +201,11 @@ class MigraphxBackend(Backend):
             if real < size:
                 pad = np.zeros((size - real, *chunk.shape[1:]), dtype=np.float32)
                 chunk = np.ascontiguousarray(np.concatenate([chunk, pad]))
-            with self._lock:
-                result = self._program.run({self._input: chunk})
-            outputs.append(np.array(result[0], dtype=np.float32)[:real])
+            outputs.append(self._call(self._run_chunk, chunk)[:real])
         return torch.from_numpy(np.concatenate(outputs))
+
+    def _run_chunk(self, chunk: np.ndarray) -> np.ndarray:  # on the worker thread
+        return np.array(self._program.run({self._input: chunk})[0], dtype=np.float32)
 
     def describe(self) -> dict[str, Any]:
         data = super().describe()
@@ -202,9 +213,22 @@ class MigraphxBackend(Backend):
                     mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
                     adopted_from=getattr(self, "adopted_from", None),
                     compile_s=_rounded(getattr(self, "compile_s", None)),
+                    saved_compile_s=getattr(self, "saved_compile_s", None),  # what the cached .mxr took to compile
                     load_s=_rounded(getattr(self, "load_s", None)),
                     miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))
         return data
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _read_compile_s(path: Path) -> float | None:
+    """The compile time recorded beside a cached .mxr (None for a file compiled elsewhere)."""
+    try:
+        return float(json.loads(_sidecar(path).read_text())["compile_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _rounded(value: float | None) -> float | None:

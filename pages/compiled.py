@@ -87,6 +87,8 @@ if info:
     st.success(f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
                + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else "")
                + (f" · compiled in {info['compile_s']:.2f} s" if info.get("compile_s") is not None else "")
+               + (f" · compiled in {info['saved_compile_s']:.2f} s when cached" if info.get("saved_compile_s")
+                  else "")
                + (f" · .mxr loaded in {info['load_s']:.2f} s" if info.get("load_s") is not None else ""),
                icon=":material/bolt:")
     if info.get("mxr"):

@@ -203,6 +203,21 @@ def test_second_start_loads_the_mxr_instead_of_compiling(mgx, cifar):
     assert torch.equal(first.run(batch), again.run(batch))
 
 
+def test_prepared_on_one_thread_run_on_others(mgx, cifar):
+    """Streamlit reruns a page on a new thread each time; a cpu-target program run from a thread other than
+    the one that compiled or loaded it dies in oneDNN (SIGSEGV), so the backend keeps its own thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = sample_batch(cifar, 2)
+    for _start in ("compile", "load"):
+        with ThreadPoolExecutor(1) as pool:
+            backend = pool.submit(prepare_backend, "migraphx", cifar, batch_size=2, options=CPU).result()
+        with ThreadPoolExecutor(2) as pool:
+            outputs = list(pool.map(backend.run, [batch] * 4))
+        assert all(torch.equal(o, outputs[0]) for o in outputs)
+    assert backend.describe()["from_cache"] is True
+
+
 def test_exhaustive_tune_is_accepted_on_the_cpu_target(mgx, cifar):
     backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="cpu", exhaustive_tune=True))
     assert backend.describe()["mxr"].endswith("-b1-fp32-cpu-tuned.mxr")

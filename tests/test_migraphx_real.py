@@ -155,7 +155,7 @@ def test_a_target_the_library_refuses_is_one_line_in_the_backend_and_the_cli(mgx
     out = capsys.readouterr().out
     assert code == 1  # no backend produced numbers
     row = next(line for line in out.splitlines() if "UNAVAILABLE" in line)
-    assert row.startswith("MIGraphX") and "MIGraphX has no gpu target here" in row
+    assert row.startswith("migraphx") and "MIGraphX (GPU) is unavailable: MIGraphX has no gpu target here" in row
 
 
 # ---------------------------------------------------------------- the chapter on the CIFAR net (seconds)
@@ -274,7 +274,7 @@ def test_bench_gives_numeric_migraphx_cpu_rows(mgx, cifar_files, capsys):
     assert [(r["provider"], r["batch_size"]) for r in rows] == [("migraphx:cpu", 1), ("migraphx:cpu", 2)]
     assert all(r["p50_ms"] > 0 and r["top1_agree"] == 1.0 and r["max_abs_diff"] < 1e-3 for r in rows)
     assert main(args) == 0
-    assert "MIGraphX (CPU)  migraphx:cpu" in capsys.readouterr().out
+    assert re.search(r"^migraphx +MIGraphX \(CPU\) +migraphx:cpu ", capsys.readouterr().out, re.M)
 
 
 # ---------------------------------------------------------------- the booth's ranking with MIGraphX (CPU)

@@ -88,13 +88,13 @@ def _print_table(rows: list) -> None:
     from dlguide_core.backends import backend_label
 
     ratio = speedups(rows)
-    print(f"{'backend':15} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
+    print(f"{'backend':12} {'runtime':16} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
           f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8}")
     for r in rows:
         if r.error:
-            print(f"{backend_label(r.backend):15} {'UNAVAILABLE' if r.unavailable else 'ERROR'} {r.error}")
+            print(f"{r.backend:12} {'UNAVAILABLE' if r.unavailable else 'ERROR'} {r.error}")
             continue
         speedup = ratio.get((r.backend, r.batch_size))
-        print(f"{backend_label(r.backend, r.provider):15} {r.provider:28.28} {r.batch_size:5d} {r.p50_ms:9.2f} "
-              f"{r.p95_ms:9.2f} {r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} {r.top5_agree:5.2f} "
-              f"{r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")
+        print(f"{r.backend:12} {backend_label(r.backend, r.provider):16} {r.provider:28.28} {r.batch_size:5d} "
+              f"{r.p50_ms:9.2f} {r.p95_ms:9.2f} {r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} "
+              f"{r.top5_agree:5.2f} {r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")

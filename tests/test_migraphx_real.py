@@ -134,6 +134,24 @@ def test_without_an_amd_gpu_the_cpu_target_is_offered_instead(mgx, cifar):
     assert [(c.name, c.options.target) for c in backends.cpu_contenders(choice)] == [("migraphx", "cpu")]
 
 
+def test_devices_json_lists_what_each_target_runs(mgx):
+    targets = devices.collect(include_tensorflow=False).to_json()["migraphx_targets"]
+    assert targets["cpu"] == {"precisions": list(PRECISIONS), "exhaustive_tune": True, "error": None}
+    if not Path("/dev/kfd").exists():
+        assert targets["gpu"]["precisions"] == [] and "no gpu target" in targets["gpu"]["error"]
+
+
+def test_devices_page_shows_migraphx_and_its_targets(mgx):
+    from tests.apptest import open_app
+
+    at = open_app("pages/devices.py")
+    assert not at.exception
+    runtimes = next(df.value for df in at.dataframe if "runtime" in df.value.columns)
+    assert runtimes.loc[runtimes["runtime"] == "MIGraphX", "available"].item() == "✅"
+    assert any(c.value.startswith("MIGraphX targets: ") and "**cpu**: fp32, fp16, bf16, int8" in c.value
+               for c in at.caption)
+
+
 def test_the_cpu_and_ref_targets_run_every_precision_and_tuning(mgx):
     for target in ("cpu", "ref"):
         support = migraphx_lib.target_support(target)

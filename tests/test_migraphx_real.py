@@ -349,3 +349,25 @@ def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batc
     logits = backend.run(batch)
     assert _rel(reference, logits) <= 1e-3
     assert torch.equal(reference.topk(5).indices.sort().values, logits.topk(5).indices.sort().values)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "int8"])
+def test_inception_v3_quantised_on_the_cpu_target_answers_right_or_is_refused(mgx, inception, precision,
+                                                                              isolated_home):
+    """bf16 runs (rel. diff ~0.12, same top-1). fp16 and int8 compile and run on this build's cpu target but
+    return all-zero logits for Inception v3: the backend refuses them in one line and caches nothing."""
+    loaded, onnx_path = inception
+    seed_export_cache(loaded, onnx_path)
+    options = BackendOptions(target="cpu", precision=precision)
+    if precision == "bf16":
+        backend = prepare_backend("migraphx", loaded, options=options)
+        batch = sample_batch(loaded, 2)
+        reference, logits = predict_logits(loaded, batch), backend.run(batch)
+        assert _rel(reference, logits) <= 0.2 and torch.equal(reference.argmax(1), logits.argmax(1))
+        return
+    with pytest.raises(BackendError) as err:
+        prepare_backend("migraphx", loaded, options=options)
+    assert str(err.value) == (f"MIGraphX {precision} on its cpu target gives wrong answers for this model "
+                              "(every logit is 0); use fp32 or another precision")
+    assert not backends.compiled_path(loaded, 1, options, "cpu").exists()

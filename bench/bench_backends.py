@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dlguide_core.backends import BackendOptions, agreement, prepare_backend, sample_batch  # noqa: E402
 from dlguide_core.benchmark import time_runs  # noqa: E402
+from dlguide_core.errors import DlguideError  # noqa: E402
 from dlguide_core.models import load_model  # noqa: E402
 
 
@@ -92,7 +93,11 @@ def migraphx_paths(loaded, size: int, precisions: list[str], notes: list[str]) -
         if not status.available:
             notes.append(f"- {status.title} {precision}: {status.reason}")
             continue
-        first = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+        try:
+            first = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+        except DlguideError as exc:  # e.g. a precision that gives wrong answers for this model
+            notes.append(f"- {status.title} {precision}, batch {size}: refused: {exc}")
+            continue
         again = prepare_backend("migraphx", loaded, batch_size=size, options=options)
         info, loaded_info = first.describe(), again.describe()
         compile_s = info["compile_s"] if info["compile_s"] is not None else info["saved_compile_s"]

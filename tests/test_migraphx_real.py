@@ -306,9 +306,16 @@ def test_booth_ranking_measures_migraphx_cpu_against_onnxruntime(mgx, cifar, mon
     assert why.split(": ", 1)[1].startswith(backend.label)  # the winner is the fastest measured
     for fast, expected in (("migraphx", "MIGraphX (CPU) · migraphx:cpu"), ("onnxruntime", "ONNX Runtime · CPU")):
         monkeypatch.setattr(kiosk, "measure_p50_ms", lambda b, _batch, fast=fast: 1.0 if b.name == fast else 9.0)
+        monkeypatch.setattr(kiosk, "measure_once_ms", lambda b, _batch, fast=fast: 2.0 if b.name == fast else 9.0)
         runner = kiosk.fastest_runner(cifar)
         assert runner.backend.startswith(expected) and runner.device.startswith("CPU")
         assert runner.logits(sample_batch(cifar, 1)).shape == (1, 10)
+    # a contender far slower on its first run is ranked by that run alone (no more slow runs at start-up)
+    calls = []
+    monkeypatch.setattr(kiosk, "measure_p50_ms", lambda b, _batch: calls.append(b.name) or 1.0)
+    monkeypatch.setattr(kiosk, "measure_once_ms", lambda b, _batch: 500.0)
+    backend, why = kiosk.fastest_measured(cifar)
+    assert backend.name == "onnxruntime" and calls == ["onnxruntime"] and "MIGraphX (CPU) 500.0 ms" in why
 
 
 # ---------------------------------------------------------------- Inception v3, batch 1 and 8 (slow)

@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 STAMP := $(VENV)/.installed
+# AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
+MIGRAPHX_SHARED ?= ../shared/migraphx
 
 .PHONY: install run kiosk test lint browser-deps bench clean
 
@@ -12,6 +14,7 @@ install: $(STAMP)
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
 
 run: install

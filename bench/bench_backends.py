@@ -1,12 +1,15 @@
-"""ONNX Runtime vs PyTorch eager p50 latency for Inception v3, batch 1 and 8, in one run.
+"""ONNX Runtime and MIGraphX vs PyTorch eager p50 latency for Inception v3, batch 1 and 8, in one run.
 
     .venv/bin/python bench/bench_backends.py [--weights standin] [--rounds 3] [--iters 5] [--threads 0]
+        [--migraphx fp32,fp16,bf16,int8]   # MIGraphX precisions to add (where its module loads; "" for none)
 
 Four paths on the same preprocessed batch (the bundled photos, `presets.preprocess`):
 PyTorch eager as the guide runs it (NCHW), dlguide's eager path (channels_last on the CPU),
 ONNX Runtime fp32 and ONNX Runtime int8 (static QDQ). They are timed in alternating rounds
 so load from other processes hits all alike; the ratios are what counts. Each row also
-reports agreement with the guide's eager logits. Prints a Markdown table.
+reports agreement with the guide's eager logits. MIGraphX (its gpu target on a ROCm host, else
+"MIGraphX (CPU)") compiles one program per batch size and precision; its compile time and the
+time to load the saved .mxr on a second start are printed under the table. Prints Markdown.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dlguide_core.backends import BackendOptions, agreement, prepare_backend, sample_batch  # noqa: E402
 from dlguide_core.benchmark import time_runs  # noqa: E402
+from dlguide_core.errors import DlguideError  # noqa: E402
 from dlguide_core.models import load_model  # noqa: E402
 
 
@@ -77,6 +81,34 @@ class GuideEager:
             return self.model(batch.contiguous())
 
 
+def migraphx_paths(loaded, size: int, precisions: list[str], notes: list[str]) -> dict:
+    """MIGraphX compiled for `size` at each precision (compile timed), then prepared again from the saved
+    .mxr (load timed): the second start is what is benchmarked. Empty where MIGraphX does not load."""
+    from dlguide_core.backends import MigraphxBackend
+
+    out = {}
+    for precision in precisions:
+        options = BackendOptions(precision=precision)
+        status = MigraphxBackend.availability(options)
+        if not status.available:
+            notes.append(f"- {status.title} {precision}: {status.reason}")
+            continue
+        try:
+            first = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+        except DlguideError as exc:  # e.g. a precision that gives wrong answers for this model
+            notes.append(f"- {status.title} {precision}, batch {size}: refused: {exc}")
+            continue
+        again = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+        info, loaded_info = first.describe(), again.describe()
+        compile_s = info["compile_s"] if info["compile_s"] is not None else info["saved_compile_s"]
+        mib = Path(loaded_info["mxr"]).stat().st_size / 2**20
+        notes.append(f"- {again.label} {precision}, batch {size}: compile {compile_s:.1f} s"
+                     f"{'' if info['compile_s'] is not None else ' (earlier run)'}, "
+                     f".mxr load {loaded_info['load_s']:.2f} s ({mib:.0f} MiB)")
+        out[f"{again.label} {precision}"] = again
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", default="standin", help="standin (default), imagenet, none or a checkpoint")
@@ -86,6 +118,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0: one per physical core)")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch.set_num_threads (0: leave torch's default)")
     parser.add_argument("--graph-optimization", default="all", choices=("all", "extended", "basic", "disabled"))
+    parser.add_argument("--migraphx", default="fp32,fp16,bf16,int8", help="MIGraphX precisions ('' for none)")
     args = parser.parse_args()
 
     if args.torch_threads:
@@ -107,17 +140,21 @@ def main() -> None:
     print("| batch | path | p50 ms | speed-up vs guide eager | max abs diff / max abs logit | top-1 agree "
           "| top-5 agree |")
     print("|---:|---|---:|---:|---:|---:|---:|")
+    compiled = []
     for size in (int(s) for s in args.batch_sizes.split(",")):
         batch = sample_batch(loaded, size)  # (size, 3, 299, 299)
         reference = paths["guide eager"].run(batch)
         scale = float(reference.abs().max())
-        times = measure(paths, batch, args.rounds, args.iters)
+        sized = {**paths, **migraphx_paths(loaded, size, [p for p in args.migraphx.split(",") if p], compiled)}
+        times = measure(sized, batch, args.rounds, args.iters)
         base = float(np.percentile(times["guide eager"], 50))
-        for name, path in paths.items():
+        for name, path in sized.items():
             agree = agreement(reference, path.run(batch))
             p50 = float(np.percentile(times[name], 50))
             print(f"| {size} | {name} | {p50:.1f} | {base / p50:.2f}x | {agree['max_abs_diff'] / scale:.1e} "
                   f"| {agree['top1_agree']:.2f} | {agree['top5_agree']:.2f} |", flush=True)
+    for line in compiled:
+        print(line)
     if HOLDOUT.is_dir():
         print(f"\nAgreement with the guide's eager path on {HOLDOUT} (first 64 images; never used for calibration):")
         for name, agree in holdout_agreement(paths, loaded, HOLDOUT).items():

@@ -1,143 +1,43 @@
 """Inference backends behind one interface: PyTorch eager (or torch.compile), ONNX Runtime, MIGraphX.
 
-Every backend is prepared once for a LoadedModel (`prepare`: export, session creation or
-compilation, timed as `setup_s`), then turns a preprocessed batch (B, 3, crop, crop) into
-(B, C) float32 logits on the CPU (`run`), and says what it is (`describe`). Whether a
-backend can run here is a state (`availability`), never an exception at import time:
-onnxruntime and migraphx are imported inside the functions that need them.
-
-Preprocessing is not a backend's business: callers use `presets.preprocess` with the
-model's preset, so every backend sees the very same tensor.
+The interface, options and availability live in `backend_base`, MIGraphX in `backend_migraphx`;
+this module holds eager PyTorch and ONNX Runtime, the registry, the fastest-choice ranking and
+the helpers the app uses. Whether a backend can run here is a state (`availability`), never an
+exception at import time: onnxruntime and migraphx are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from dlguide_core import settings
+from dlguide_core.backend_base import (  # noqa: F401 - re-exported: callers import them from here
+    GRAPH_OPTIMIZATIONS,
+    PRECISIONS,
+    TARGETS,
+    Availability,
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+    Progress,
+    sample_batch,
+    short_error,
+)
+from dlguide_core.backend_migraphx import TITLES as MIGRAPHX_TITLES
+from dlguide_core.backend_migraphx import MigraphxBackend, compiled_path  # noqa: F401 - re-exported
 from dlguide_core.errors import DlguideError
-from dlguide_core.export import OnnxExport, export_onnx, quantize_int8
-from dlguide_core.images import load_image
+from dlguide_core.export import export_onnx, quantize_int8
 from dlguide_core.models import LoadedModel
-from dlguide_core.presets import preprocess
-from dlguide_core.samples import bundled_samples
 
-Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
-PRECISIONS = ("fp32", "fp16", "int8")
-TARGETS = ("auto", "gpu", "cpu")
-GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
 # ONNX Runtime execution providers, most preferred first (CPU is always last and always there).
 ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
                            "CPUExecutionProvider")
 ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
-
-
-class BackendError(DlguideError):
-    """A backend failed to prepare or run (one line, safe to show)."""
-
-
-class BackendUnavailable(BackendError):
-    """The backend cannot run on this machine; the message says why."""
-
-
-@dataclass(frozen=True)
-class BackendOptions:
-    """How to prepare a backend. Hashable, so the app can key cached sessions by it."""
-
-    precision: str = "fp32"  # fp16/int8: MIGraphX (quantize_fp16/int8) or ORT's MIGraphX EP
-    target: str = "auto"  # auto: the GPU when one is visible, else the CPU
-    exhaustive_tune: bool = False  # MIGraphX: search every kernel variant at compile time (slow compile)
-    torch_compile: str | None = None  # torch: a torch.compile backend name ("inductor"), None for eager
-    intra_op_threads: int = 0  # ONNX Runtime: 0 = its default (one per physical core)
-    inter_op_threads: int = 0
-    graph_optimization: str = "all"  # ONNX Runtime graph optimisation level
-
-    def __post_init__(self) -> None:
-        for value, choices, name in ((self.precision, PRECISIONS, "precision"), (self.target, TARGETS, "target"),
-                                     (self.graph_optimization, GRAPH_OPTIMIZATIONS, "graph_optimization")):
-            if value not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-
-
-@dataclass(frozen=True)
-class Availability:
-    name: str
-    title: str
-    available: bool
-    reason: str
-
-
-def gpu_visible() -> bool:
-    """An AMD (ROCm: /dev/kfd) or CUDA GPU this process could use."""
-    return Path("/dev/kfd").exists() or torch.cuda.is_available()
-
-
-def _short(exc: BaseException) -> str:
-    return ((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:240]
-
-
-class Backend(ABC):
-    """Prepare once for a model and batch size, then run preprocessed batches to logits."""
-
-    name: ClassVar[str]
-    title: ClassVar[str]
-
-    def __init__(self, options: BackendOptions | None = None) -> None:
-        self.options = options or BackendOptions()
-        self.loaded: LoadedModel | None = None
-        self.batch_size = 0
-        self.setup_s = 0.0  # session creation / compilation (or .mxr load) time, export excluded
-        self.export: OnnxExport | None = None
-
-    @classmethod
-    @abstractmethod
-    def availability(cls, options: BackendOptions | None = None) -> Availability: ...
-
-    @property
-    @abstractmethod
-    def provider(self) -> str:
-        """What actually runs the graph (a device, an execution provider, a MIGraphX target)."""
-
-    def prepare(self, loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
-        status = self.availability(self.options)
-        if not status.available:
-            raise BackendUnavailable(f"{self.title} is unavailable: {status.reason}")
-        self.loaded, self.batch_size = loaded, batch_size
-        start = time.perf_counter()
-        self._prepare(loaded, progress or (lambda _msg, _frac: None))
-        self.setup_s = time.perf_counter() - start - (self.export.export_s if self.export else 0.0)
-        return self
-
-    @abstractmethod
-    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None: ...
-
-    @abstractmethod
-    def run(self, batch: torch.Tensor) -> torch.Tensor:
-        """(B, 3, crop, crop) preprocessed float32 -> (B, C) float32 logits on the CPU."""
-
-    def _export(self, loaded: LoadedModel, progress: Progress) -> OnnxExport:
-        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
-        self.export = export_onnx(loaded)
-        return self.export
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": self.name, "title": self.title, "provider": self.provider if self.loaded else None,
-            "precision": self.options.precision, "batch_size": self.batch_size, "setup_s": round(self.setup_s, 3),
-            "onnx": self.export.path if self.export else None,
-            "export_s": self.export.export_s if self.export else None,
-        }
 
 
 class TorchBackend(Backend):
@@ -148,7 +48,8 @@ class TorchBackend(Backend):
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
         if options and options.precision != "fp32":
-            return Availability(cls.name, cls.title, False, "PyTorch eager runs fp32 only; fp16/int8 need MIGraphX")
+            reason = "PyTorch eager runs fp32 only; fp16/bf16/int8 need MIGraphX"
+            return Availability(cls.name, cls.title, False, reason)
         if options and options.torch_compile:
             ok, reason = torch_compile_status()
             return Availability(cls.name, cls.title, ok, reason)
@@ -169,7 +70,7 @@ class TorchBackend(Backend):
             try:
                 self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
             except Exception as exc:
-                raise BackendError(f"torch.compile failed: {_short(exc)}") from exc
+                raise BackendError(f"torch.compile failed: {short_error(exc)}") from exc
         progress("Ready", 1.0)
 
     @torch.inference_mode()
@@ -201,6 +102,8 @@ class OnnxRuntimeBackend(Backend):
             reason = "module onnxruntime not installed (pip install onnxruntime)"
             return Availability(cls.name, cls.title, False, reason)
         options = options or BackendOptions()
+        if options.precision == "bf16":
+            return Availability(cls.name, cls.title, False, "bf16 runs on the MIGraphX backend only (quantize_bf16)")
         try:
             providers = ort_providers(options)
         except BackendUnavailable as exc:
@@ -234,7 +137,7 @@ class OnnxRuntimeBackend(Backend):
             self._session = ort.InferenceSession(path, session_options(self.options),
                                                  providers=_with_provider_options(providers, self.options))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise BackendError(f"ONNX Runtime could not load the model: {_short(exc)}") from exc
+            raise BackendError(f"ONNX Runtime could not load the model: {short_error(exc)}") from exc
         if not _ort_precision_runs(self.options.precision, self.provider):
             raise BackendError(f"{self.options.precision} with ONNX Runtime needs the MIGraphX execution "
                                f"provider (ran on {self.provider}); use precision fp32 or the MIGraphX backend")
@@ -298,123 +201,6 @@ def session_options(options: BackendOptions):
     return so
 
 
-class MigraphxBackend(Backend):
-    """AMD MIGraphX: parse the ONNX file for a fixed batch, optionally quantise, compile, cache as .mxr."""
-
-    name, title = "migraphx", "MIGraphX"
-
-    @classmethod
-    def availability(cls, options: BackendOptions | None = None) -> Availability:
-        from dlguide_core.devices import migraphx_status
-
-        ok, reason = migraphx_status()
-        if ok and (options or BackendOptions()).target == "gpu" and not gpu_visible():
-            return Availability(cls.name, cls.title, False, "no AMD GPU visible (/dev/kfd missing); use target cpu")
-        return Availability(cls.name, cls.title, ok, reason)
-
-    @property
-    def provider(self) -> str:
-        return f"migraphx:{self.target}" + ("" if self.options.precision == "fp32" else f" {self.options.precision}")
-
-    @property
-    def target(self) -> str:
-        if self.options.target == "auto":
-            return "gpu" if gpu_visible() else "cpu"
-        return self.options.target
-
-    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
-        import migraphx
-
-        export = self._export(loaded, progress)
-        path = compiled_path(loaded, self.batch_size, self.options, self.target)
-        self.from_cache = path.is_file()
-        try:
-            if self.from_cache:
-                progress(f"Loading the compiled program {path.name}…", 0.5)
-                self._program = migraphx.load(str(path))
-            else:
-                self._program = self._compile(migraphx, export, loaded, progress)
-                progress("Saving the compiled program (.mxr)…", 0.9)
-                _save_atomically(migraphx, self._program, path)
-        except BackendError:
-            raise
-        except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
-            raise BackendError(f"MIGraphX failed: {_short(exc)}") from exc
-        self._input = export.input_name
-        self._compiled_batch = self._check_parameters(export)
-        self._lock = threading.Lock()  # one program shared by app sessions; not documented as re-entrant
-        self.mxr_path = str(path)
-        progress("Ready", 1.0)
-
-    def _compile(self, migraphx, export: OnnxExport, loaded: LoadedModel, progress: Progress):
-        crop = loaded.preset.crop
-        progress("Parsing the ONNX file…", 0.2)
-        # The exported batch dimension is symbolic; MIGraphX compiles for one fixed batch size.
-        program = migraphx.parse_onnx(export.path, map_input_dims={export.input_name: [self.batch_size, 3, crop, crop]})
-        target = migraphx.get_target(self.target)
-        if self.options.precision == "fp16":
-            progress("Quantising to fp16…", 0.3)
-            migraphx.quantize_fp16(program)
-        elif self.options.precision == "int8":
-            progress("Quantising to int8 (calibrating on the sample photos)…", 0.3)
-            calibration = sample_batch(loaded, self.batch_size).numpy()
-            migraphx.quantize_int8(program, target, [{export.input_name: calibration}])
-        progress(f"Compiling for {self.target}" + (" with exhaustive tuning" if self.options.exhaustive_tune else "")
-                 + "…", 0.4)
-        if self.options.exhaustive_tune:
-            program.compile(target, offload_copy=True, exhaustive_tune=True)
-        else:
-            program.compile(target, offload_copy=True)  # host arrays in and out
-        return program
-
-    def _check_parameters(self, export: OnnxExport) -> int:
-        names = list(self._program.get_parameter_names())
-        if export.input_name not in names:
-            raise BackendError(f"compiled program has no input {export.input_name!r} (has {', '.join(names)})")
-        lens = list(self._program.get_parameter_shapes()[export.input_name].lens())
-        return int(lens[0])
-
-    def run(self, batch: torch.Tensor) -> torch.Tensor:
-        """Split or pad to the compiled batch size, since a compiled program's shapes are fixed."""
-        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
-        size = self._compiled_batch
-        outputs = []
-        for start in range(0, len(array), size):
-            chunk = array[start:start + size]
-            real = len(chunk)
-            if real < size:
-                pad = np.zeros((size - real, *chunk.shape[1:]), dtype=np.float32)
-                chunk = np.ascontiguousarray(np.concatenate([chunk, pad]))
-            with self._lock:
-                result = self._program.run({self._input: chunk})
-            outputs.append(np.array(result[0], dtype=np.float32)[:real])
-        return torch.from_numpy(np.concatenate(outputs))
-
-    def describe(self) -> dict[str, Any]:
-        data = super().describe()
-        data.update(target=self.target, exhaustive_tune=self.options.exhaustive_tune,
-                    mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
-                    miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))
-        return data
-
-
-def compiled_path(loaded: LoadedModel, batch_size: int, options: BackendOptions, target: str) -> Path:
-    """.mxr cache key: weights hash, batch size, precision, target and tuning."""
-    tuned = "-tuned" if options.exhaustive_tune else ""
-    name = f"{loaded.arch}-{loaded.fingerprint}-b{batch_size}-{options.precision}-{target}{tuned}.mxr"
-    return settings.home() / "compiled" / name
-
-
-def _save_atomically(migraphx, program, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    try:
-        migraphx.save(program, str(tmp))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (TorchBackend, OnnxRuntimeBackend, MigraphxBackend)}
 
 
@@ -461,7 +247,9 @@ def fastest_available(loaded: LoadedModel | None = None) -> BackendChoice:
     MIGraphX on an AMD GPU, then ONNX Runtime on a GPU provider, then PyTorch on a GPU,
     then ONNX Runtime on the CPU (fp32: ~1.8x the guide's eager PyTorch there, same answers), then eager
     PyTorch. ORT int8 is faster still on the CPU (~4x) but approximate, so it is never picked
-    silently: users opt in with the precision choice."""
+    silently: users opt in with the precision choice. MIGraphX (CPU) measured ~10x slower than ONNX
+    Runtime on the CPU here, so it is not ranked statically: `cpu_contenders` names it, and the booth
+    (kiosk.fastest_runner) picks it only when it measures faster on the machine at hand."""
     on_gpu = (loaded.device.type == "cuda") if loaded is not None else torch.cuda.is_available()
     gpu = BackendOptions(target="gpu")
     if MigraphxBackend.availability(gpu).available:
@@ -476,6 +264,22 @@ def fastest_available(loaded: LoadedModel | None = None) -> BackendChoice:
     return BackendChoice("torch", BackendOptions(), "PyTorch eager (no compiled runtime installed)")
 
 
+def cpu_contenders(choice: BackendChoice) -> list[BackendChoice]:
+    """Backends worth timing against a CPU `choice`: MIGraphX (CPU) against ONNX Runtime on the CPU."""
+    cpu = BackendOptions(target="cpu")
+    if choice.name != "onnxruntime" or choice.options.target != "cpu":
+        return []
+    status = MigraphxBackend.availability(cpu)
+    return [BackendChoice("migraphx", cpu, f"{MIGRAPHX_TITLES['cpu']} ({status.reason})")] if status.available else []
+
+
+def backend_label(name: str, provider: str | None = None) -> str:
+    """A bench row's or a prepared backend's name for people: "MIGraphX (CPU)" for provider migraphx:cpu."""
+    if name == "migraphx" and provider:
+        return MIGRAPHX_TITLES.get(provider.split(":", 1)[-1].split()[0], MigraphxBackend.title)
+    return BACKENDS[name].title if name in BACKENDS else name
+
+
 def prepare_fastest(loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
     """Prepare `fastest_available`, falling back to eager PyTorch if that fails (never raises for it)."""
     choice = fastest_available(loaded)
@@ -486,14 +290,6 @@ def prepare_fastest(loaded: LoadedModel, *, batch_size: int = 1, progress: Progr
         except DlguideError:
             pass  # e.g. a broken GPU runtime: eager PyTorch still answers
     return prepare_backend("torch", loaded, batch_size=batch_size, progress=progress)
-
-
-def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
-    """The bundled photos, preprocessed with the model's preset, repeated to (batch_size, 3, crop, crop)."""
-    photos = [load_image(path) for path in bundled_samples().values()]
-    batch = preprocess(photos, loaded.preset)  # (n_photos, 3, crop, crop)
-    repeats = -(-batch_size // len(batch))
-    return batch.repeat(repeats, 1, 1, 1)[:batch_size].contiguous()
 
 
 class BackendModule(nn.Module):
@@ -549,3 +345,10 @@ def precision_choices(name: str, target: str = "auto") -> tuple[str, ...]:
     cls = backend_class(name)
     extra = tuple(p for p in PRECISIONS[1:] if cls.availability(BackendOptions(precision=p, target=target)).available)
     return ("fp32", *extra)
+
+
+def precision_refusals(name: str, target: str = "auto") -> dict[str, str]:
+    """Each precision `name` cannot run here for `target`, with the one-line reason (for the UI and CLI)."""
+    cls = backend_class(name)
+    states = {p: cls.availability(BackendOptions(precision=p, target=target)) for p in PRECISIONS[1:]}
+    return {p: s.reason for p, s in states.items() if not s.available}

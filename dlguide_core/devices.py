@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -58,6 +59,8 @@ class DeviceReport:
     tensorflow: dict[str, Any] | None
     smi: tuple[SmiReading, ...]
     checks: tuple[Check, ...] = field(default=())
+    # per MIGraphX target (gpu, cpu): {"precisions": [...], "exhaustive_tune": bool, "error": str | None}
+    migraphx_targets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -90,13 +93,28 @@ def list_gpus() -> tuple[GpuInfo, ...]:
 
 
 def migraphx_status() -> tuple[bool, str]:
-    if importlib.util.find_spec("migraphx") is None:
-        return False, "module migraphx not installed (it ships with ROCm: /opt/rocm/lib on PYTHONPATH)"
-    try:
-        import migraphx  # noqa: F401
-    except Exception as exc:  # a broken ROCm install raises all sorts
-        return False, f"import migraphx failed: {str(exc).splitlines()[0][:160]}"
-    return True, "import migraphx works"
+    """Whether MIGraphX's Python module loads (importable, MIGRAPHX_PYTHONPATH, then $ROCM_PATH/lib) and
+    where from, or what each place gave; without an AMD GPU the detail names the cpu target dlguide uses."""
+    from dlguide_core import migraphx_lib
+
+    ok, detail = migraphx_lib.status()
+    if ok and not Path("/dev/kfd").exists():
+        detail += "; no AMD GPU (/dev/kfd missing): the cpu target is offered instead, as MIGraphX (CPU)"
+    return ok, detail
+
+
+def migraphx_targets() -> dict[str, dict[str, Any]]:
+    """What each MIGraphX target runs here (probed once per process), or {} when MIGraphX does not load."""
+    from dlguide_core import migraphx_lib
+
+    if not migraphx_lib.status()[0]:
+        return {}
+    out = {}
+    for target in ("gpu", "cpu"):
+        support = migraphx_lib.target_support(target)
+        out[target] = {"precisions": list(support.precisions), "exhaustive_tune": support.exhaustive_tune,
+                       "error": support.error}
+    return out
 
 
 def onnxruntime_providers() -> tuple[str, ...]:
@@ -246,7 +264,7 @@ def collect(*, include_tensorflow: bool = True) -> DeviceReport:
         devices=gpus, migraphx=mgx_ok, migraphx_detail=mgx_detail,
         onnxruntime_providers=onnxruntime_providers(),
         tensorflow=tensorflow_info() if include_tensorflow else None,
-        smi=smi_readings(), checks=install_checks(backend, gpus))
+        smi=smi_readings(), checks=install_checks(backend, gpus), migraphx_targets=migraphx_targets())
 
 
 def summary_label(report: DeviceReport) -> str:

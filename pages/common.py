@@ -279,9 +279,10 @@ BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "mi
 
 def backend_selectbox(key: str, label: str = "Backend") -> str:
     """PyTorch first (the default), then each compiled backend that can run here."""
-    from dlguide_core.backends import backend_choices
+    from dlguide_core.backends import backend_choices, backend_status
 
-    return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: BACKEND_LABELS.get(n, n),
+    titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
+    return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: titles.get(n, n),
                         help="ONNX Runtime / MIGraphX run an exported, optimised graph: faster than eager "
                              "PyTorch on this kind of machine (see the Compiled inference page).")
 

@@ -9,10 +9,12 @@ from dlguide_core.backends import (
     TARGETS,
     BackendOptions,
     backend_choices,
+    backend_label,
     backend_model,
     backend_status,
     fastest_available,
     precision_choices,
+    precision_refusals,
 )
 from dlguide_core.benchmark import BenchConfig, results_table, run_benchmark
 from dlguide_core.classify import classify_sources
@@ -36,20 +38,27 @@ loaded = require_model(weights, "compiled", "Meanwhile, pick **none (untrained)*
 
 st.subheader("Backends on this machine")
 fastest = fastest_available(loaded)
+statuses = backend_status()
+titles = {s.name: s.title for s in statuses}  # "MIGraphX (CPU)" on a host without an AMD GPU
 st.dataframe(pd.DataFrame([{"backend": s.title, "available": "✅" if s.available else "❌", "why": s.reason}
-                           for s in backend_status()]), hide_index=True, key="compiled_status")
+                           for s in statuses]), hide_index=True, key="compiled_status")
 st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
 
 names = backend_choices()
 left, mid, right = st.columns(3)
 remembered = state["choice"].setdefault("backend", fastest.name)
 name = left.selectbox("Backend", names, index=names.index(remembered) if remembered in names else 0,
-                      key="compiled_backend", format_func=lambda n: BACKEND_LABELS.get(n, n))
+                      key="compiled_backend", format_func=lambda n: titles.get(n, n))
 state["choice"]["backend"] = name
 target = right.selectbox("Target", TARGETS, key="compiled_target", help="auto: the GPU when one is visible")
 precision = mid.selectbox("Precision", precision_choices(name, target), key="compiled_precision",
-                          help="fp16 / int8 quantisation needs MIGraphX (quantize_fp16 / quantize_int8), "
-                               "itself or as ONNX Runtime's execution provider.")
+                          help="fp16 / bf16 / int8 quantisation needs MIGraphX (quantize_fp16 / _bf16 / _int8), "
+                               "itself or (fp16, int8) as ONNX Runtime's execution provider; int8 also runs as "
+                               "ONNX Runtime's calibrated QDQ model on the CPU.")
+refused = {reason: [p for p, r in precision_refusals(name, target).items() if r == reason]
+           for reason in precision_refusals(name, target).values()}
+for reason, precs in refused.items():
+    st.caption(f"Not offered: {', '.join(precs)}: {reason}")
 with st.expander("Tuning options"):
     threads = st.number_input("ONNX Runtime intra-op threads (0 = one per physical core)", 0, 256, 0,
                               key="compiled_threads")
@@ -57,7 +66,9 @@ with st.expander("Tuning options"):
     tune = st.checkbox("MIGraphX exhaustive tuning (much slower compile, faster kernels)", key="compiled_tune")
     use_compile = st.checkbox("PyTorch: torch.compile (inductor; minutes on a CPU)", key="compiled_torch_compile")
     st.caption("For MIOpen's own convolution tuning, start the app with `MIOPEN_FIND_ENFORCE=3` "
-               "(see docs/ARCHITECTURE.md, *Inference backends*).")
+               "(see docs/ARCHITECTURE.md, *Inference backends*). A `.mxr` compiled with `migraphx-driver` "
+               "from the ONNX export is used when placed at the *.mxr* path shown once prepared "
+               "(or passed to `bench --mxr`).")
 options = BackendOptions(precision=precision, target=target, exhaustive_tune=tune, intra_op_threads=int(threads),
                          graph_optimization=graph_opt, torch_compile="inductor" if use_compile else None)
 prepared_key = f"{loaded.fingerprint}|{name}|{options}"
@@ -74,7 +85,14 @@ if st.button("Prepare / compile", key="compiled_prepare", type="primary"):
 info = state["prepared"].get(prepared_key)
 if info:
     st.success(f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
-               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else ""), icon=":material/bolt:")
+               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else "")
+               + (f" · compiled in {info['compile_s']:.2f} s" if info.get("compile_s") is not None else "")
+               + (f" · compiled in {info['saved_compile_s']:.2f} s when cached" if info.get("saved_compile_s")
+                  else "")
+               + (f" · .mxr loaded in {info['load_s']:.2f} s" if info.get("load_s") is not None else ""),
+               icon=":material/bolt:")
+    if info.get("mxr"):
+        st.caption(f"Compiled program: `{info['mxr']}`")
 
 st.subheader("Classify through this backend")
 if not info:
@@ -101,7 +119,7 @@ else:
 st.subheader("Benchmark against PyTorch eager")
 c1, c2, c3 = st.columns(3)
 bench_names = c1.multiselect("Backends", names, default=names, key="compiled_bench_backends",
-                             format_func=lambda n: BACKEND_LABELS.get(n, n))
+                             format_func=lambda n: titles.get(n, n))
 sizes = c2.multiselect("Batch sizes", [1, 8, 32], default=[1, 8], key="compiled_bench_sizes")
 iters = c3.slider("Timed runs", 1, 50, 5, key="compiled_bench_iters")
 bench_key = f"{loaded.fingerprint}|{sorted(bench_names)}|{sorted(sizes)}|{iters}|{options}"
@@ -119,18 +137,19 @@ if rows is None and state["bench"]:
     rows = next(iter(state["bench"].values()))
 if rows:
     for row in (r for r in rows if r.error):
-        label = BACKEND_LABELS.get(row.backend, row.backend)
+        label = titles.get(row.backend, row.backend)
         (st.info if row.unavailable else st.warning)(f"{label}: {row.error}")
     table = pd.DataFrame(results_table(rows))
     if not table.empty:
+        table.insert(1, "runtime", [backend_label(b, p) for b, p in zip(table["backend"], table["provider"])])
         st.dataframe(table, hide_index=True, key="compiled_bench_table",
                      column_config={"speedup": st.column_config.NumberColumn("x torch", format="%.2fx",
                                                                              help="p50 of the torch row / this p50")})
-        fig = px.bar(table, x="batch_size", y="p50_ms", color="backend", barmode="group",
+        fig = px.bar(table, x="batch_size", y="p50_ms", color="runtime", barmode="group",
                      hover_data=["provider", "p95_ms", "speedup"], title="Latency per batch (lower is better)",
                      labels={"p50_ms": "p50 latency (ms)", "batch_size": "batch size"})
         st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_latency")
-        fig = px.bar(table, x="batch_size", y="images_per_s", color="backend", barmode="group",
+        fig = px.bar(table, x="batch_size", y="images_per_s", color="runtime", barmode="group",
                      labels={"images_per_s": "images/s", "batch_size": "batch size"},
                      title="Throughput (higher is better)")
         st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_throughput")

@@ -48,6 +48,12 @@ st.dataframe(pd.DataFrame([
      "detail": ", ".join(report.onnxruntime_providers) or "onnxruntime not installed"},
 ]), hide_index=True, key="devices_runtimes")
 
+if report.migraphx_targets:
+    st.caption("MIGraphX targets: " + " · ".join(
+        f"**{name}**: " + (t["error"] or ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"]
+                                                                        else ""))
+        for name, t in report.migraphx_targets.items()))
+
 st.subheader("TensorFlow")
 tf = report.tensorflow
 if tf is None:

@@ -1,4 +1,10 @@
-"""A FAKE `migraphx` module for tests: no ROCm, no GPU, not AMD's code.
+"""A FAKE `migraphx` module, ONLY for MIGraphX's `gpu` target: no ROCm, no GPU, not AMD's code.
+
+Everything the real library can do here (the `cpu` and `ref` targets of ../shared/migraphx)
+is tested against the real module (tests/test_migraphx_real.py); this fake stands in only
+where the real build cannot reach: the `gpu` target on a ROCm host (what the adapter asks of
+it, and the shapes it passes). tests/test_migraphx_real.py checks that every attribute and
+signature offered here exists in the real module.
 
 It follows the documented Python API of MIGraphX (src/py/migraphx_py.cpp: parse_onnx
 with map_input_dims, get_target, program.compile(t, offload_copy, fast_math,
@@ -49,13 +55,13 @@ class argument:  # noqa: N801 - mirrors migraphx.argument (buffer-like: np.array
         return self._data if dtype is None else self._data.astype(dtype)
 
 
-class target:  # noqa: N801
+class target:  # noqa: N801 - the real target has no public attributes
     def __init__(self, name: str) -> None:
-        self.name = name
+        self._name = name
 
 
 class program:  # noqa: N801
-    def __init__(self, module: FakeMigraphx, onnx_path: str, dims: dict[str, list[int]]) -> None:
+    def __init__(self, module: FakeMigraphx, onnx_path: str | bytes, dims: dict[str, list[int]]) -> None:
         self._module, self.onnx_path, self.dims = module, onnx_path, dims
         self.compiled_for: str | None = None
         self.quantized: str | None = None
@@ -69,11 +75,11 @@ class program:  # noqa: N801
 
     def compile(self, t: target, offload_copy: bool = True, fast_math: bool = True,
                 exhaustive_tune: bool = False) -> None:
-        self._module.calls.append(("compile", {"target": t.name, "offload_copy": offload_copy,
+        self._module.calls.append(("compile", {"target": t._name, "offload_copy": offload_copy,
                                                "fast_math": fast_math, "exhaustive_tune": exhaustive_tune}))
         if self._module.fail_compile:
             raise RuntimeError("fake migraphx: compile failed on purpose")
-        self.compiled_for = t.name
+        self.compiled_for = t._name
 
     def run(self, params: dict[str, np.ndarray]) -> list[argument]:
         self._module.calls.append(("run", {k: tuple(np.asarray(v).shape) for k, v in params.items()}))
@@ -117,6 +123,16 @@ class FakeMigraphx(types.ModuleType):
             raise RuntimeError(f"fake migraphx: no such file {filename}")
         return program(self, filename, dims)
 
+    def parse_onnx_buffer(self, input: bytes, default_dim_value: int = 0, map_input_dims: dict | None = None,  # noqa: A002
+                          skip_unknown_operators: bool = False, print_program_on_error: bool = False) -> program:
+        import onnx
+
+        self.calls.append(("parse_onnx_buffer", {"bytes": len(input)}))
+        graph = onnx.load_from_string(input).graph
+        dims = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
+        dims.update({k: list(v) for k, v in (map_input_dims or {}).items()})
+        return program(self, input, dims)
+
     def get_target(self, name: str) -> target:
         self.calls.append(("get_target", name))
         if name not in self.TARGETS:
@@ -127,10 +143,14 @@ class FakeMigraphx(types.ModuleType):
         self.calls.append(("quantize_fp16", {"ins_names": ins_names or ["all"]}))
         prog.quantized = "fp16"
 
+    def quantize_bf16(self, prog: program, ins_names: list[str] | None = None) -> None:
+        self.calls.append(("quantize_bf16", {"ins_names": ins_names or ["all"]}))
+        prog.quantized = "bf16"
+
     def quantize_int8(self, prog: program, t: target, calibration: list | None = None,
-                      ins_names: list[str] | None = None) -> None:
+                      ins_names: set[str] | None = None) -> None:
         shapes = [{k: tuple(np.asarray(v).shape) for k, v in cal.items()} for cal in calibration or []]
-        self.calls.append(("quantize_int8", {"target": t.name, "calibration": shapes}))
+        self.calls.append(("quantize_int8", {"target": t._name, "calibration": shapes}))
         prog.quantized = "int8"
 
     def save(self, p: program, filename: str, format: str = "msgpack") -> None:  # noqa: A002

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dlguide_core import benchmark
+from dlguide_core import benchmark, migraphx_lib
 from dlguide_core.models import load_model
 from tests.apptest import open_app
 from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
@@ -49,8 +49,10 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     at = _page()
     at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
     status = _table(at, "why")
-    assert list(status["backend"]) == ["PyTorch (eager)", "ONNX Runtime", "MIGraphX"]
-    assert "not installed" in status.loc[status["backend"] == "MIGraphX", "why"].item()
+    mgx = "MIGraphX (GPU)" if Path("/dev/kfd").exists() else "MIGraphX (CPU)"
+    assert list(status["backend"]) == ["PyTorch (eager)", "ONNX Runtime", mgx]
+    why = status.loc[status["backend"] == mgx, "why"].item()
+    assert ("target on" in why) if migraphx_lib.status()[0] else ("module migraphx not installed" in why)
 
     at.selectbox(key="compiled_backend").set_value("onnxruntime").run()
     at.button(key="compiled_prepare").click().run()
@@ -80,7 +82,8 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
 def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoint):
     at = _page("pages/classify.py")
     at.selectbox(key="classify_weights").set_value(job_checkpoint).run()
-    assert at.selectbox(key="classify_backend").options == ["PyTorch (eager)", "ONNX Runtime"]
+    extra = ["MIGraphX (CPU)"] if migraphx_lib.status()[0] and not Path("/dev/kfd").exists() else []
+    assert at.selectbox(key="classify_backend").options == ["PyTorch (eager)", "ONNX Runtime", *extra]
     assert at.selectbox(key="classify_backend").value == "torch"  # PyTorch stays the default
     at.selectbox(key="classify_sample").set_value("chelsea").run()
     eager = _table(at, "probability")["index"].tolist()
@@ -93,3 +96,59 @@ def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoin
     precision.set_value("int8").run()
     assert not at.exception and not at.error
     assert len(_table(at, "probability")) == 5
+
+
+@pytest.mark.migraphx
+def test_compiled_page_compiles_and_benchmarks_with_the_real_migraphx(job_checkpoint):
+    """The real library (skipped when it does not load): compile with progress, then the bench table."""
+    ok, reason = migraphx_lib.status()
+    if not ok:
+        pytest.skip(f"real MIGraphX not loadable ({reason}); `make install` makes ../shared/migraphx importable")
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    at.selectbox(key="compiled_backend").set_value("migraphx").run()
+    at.selectbox(key="compiled_target").set_value("cpu").run()
+    assert list(at.selectbox(key="compiled_precision").options) == ["fp32", "fp16", "bf16", "int8"]
+    assert at.selectbox(key="compiled_backend").format_func("migraphx") == "MIGraphX (CPU)"
+    at.button(key="compiled_prepare").click().run()
+    assert not at.exception and not at.error
+    ready = at.success[0].value
+    assert ready.startswith("MIGraphX (CPU) ready on **migraphx:cpu**") and "compiled in" in ready
+    assert any(c.value.startswith("Compiled program: `") and "-b1-fp32-cpu.mxr" in c.value for c in at.caption)
+
+    at.selectbox(key="compiled_sample").set_value("chelsea").run()
+    assert len(_table(at, "probability")) == 5
+
+    at.multiselect(key="compiled_bench_backends").set_value(["torch", "migraphx"])
+    at.multiselect(key="compiled_bench_sizes").set_value([1])
+    at.slider(key="compiled_bench_iters").set_value(1)
+    at.button(key="compiled_bench_run").click().run()
+    assert not at.exception
+    table = _table(at, "p50_ms")
+    assert list(table["runtime"]) == ["PyTorch (eager)", "MIGraphX (CPU)"] and (table["p50_ms"] > 0).all()
+    assert list(table["provider"])[1] == "migraphx:cpu" and table["top1_agree"].iloc[1] == 1.0
+
+
+def test_compiled_page_says_in_one_line_why_precisions_are_not_offered(job_checkpoint):
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    at.selectbox(key="compiled_backend").set_value("torch").run()
+    assert any(c.value == "Not offered: fp16, bf16, int8: PyTorch eager runs fp32 only; fp16/bf16/int8 need MIGraphX"
+               for c in at.caption)
+
+
+@pytest.mark.migraphx
+@pytest.mark.skipif(Path("/dev/kfd").exists(), reason="an AMD GPU is visible: the gpu target applies")
+def test_compiled_page_refuses_the_gpu_target_here_in_one_line(job_checkpoint):
+    if not migraphx_lib.status()[0]:
+        pytest.skip(f"real MIGraphX not loadable ({migraphx_lib.status()[1]})")
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    at.selectbox(key="compiled_backend").set_value("migraphx").run()
+    at.selectbox(key="compiled_target").set_value("gpu").run()
+    assert list(at.selectbox(key="compiled_precision").options) == ["fp32"]
+    assert any(c.value.startswith("Not offered: fp16, bf16, int8: no AMD GPU visible") for c in at.caption)
+    at.button(key="compiled_prepare").click().run()
+    assert not at.exception
+    assert at.error[0].value.startswith("MIGraphX (GPU) is unavailable: no AMD GPU visible")
+    assert "\n" not in at.error[0].value

@@ -1,4 +1,5 @@
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,9 @@ def test_summary_label_cpu_only():
     assert devices.summary_label(report) == "CPU only"
 
 
-def test_missing_migraphx_is_a_state_not_an_error(monkeypatch):
-    monkeypatch.setattr(devices.importlib.util, "find_spec", lambda name: None)
+def test_missing_migraphx_is_a_state_not_an_error(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "migraphx", None)  # not importable, and nothing in the fallback folders
+    monkeypatch.delenv("MIGRAPHX_PYTHONPATH", raising=False)
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path))
     ok, detail = devices.migraphx_status()
     assert not ok and "not installed" in detail

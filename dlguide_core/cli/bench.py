@@ -1,5 +1,7 @@
 """`bench --weights W --backends torch,onnxruntime[,migraphx] --batch-sizes 1,8 --iters N --json`.
 
+MIGraphX rows name their target in `provider` (migraphx:cpu, migraphx:gpu; "MIGraphX (CPU)" in the
+table); a precision or target the installed MIGraphX refuses is that row's one-line `error`.
 Prints a JSON list of rows {backend, provider, batch_size, p50_ms, p95_ms, images_per_s,
 max_abs_diff, top1_agree, top5_agree, setup_s}; a backend that cannot run here gets a row
 with `error` saying why. The table (without --json) adds each row's speed-up over the torch row.
@@ -23,7 +25,7 @@ from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
 # The parser's choices, as dlguide_core.backends names them (tests/test_cli.py checks they agree): that module
 # imports torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
 BACKENDS = ("torch", "onnxruntime", "migraphx")
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 TARGETS = ("auto", "gpu", "cpu")
 
 
@@ -61,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--target", choices=TARGETS, default="auto", help="gpu, cpu, or auto (GPU when present)")
     p.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0: its default)")
     p.add_argument("--exhaustive-tune", action="store_true", help="MIGraphX exhaustive kernel tuning")
+    p.add_argument("--mxr", metavar="PATH", help="MIGraphX: a .mxr compiled outside dlguide (migraphx-driver compile "
+                   "--onnx <export> --binary --output m.mxr) to load instead of compiling; checked against the "
+                   "weights, then kept in the .mxr cache")
     p.add_argument("--torch-compile", nargs="?", const="inductor", default=None, metavar="BACKEND",
                    help="run the torch row through torch.compile (backend inductor unless named)")
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
@@ -73,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from dlguide_core.models import load_model
 
     options = BackendOptions(precision=args.precision, target=args.target, intra_op_threads=args.threads,
-                             exhaustive_tune=args.exhaustive_tune, torch_compile=args.torch_compile)
+                             exhaustive_tune=args.exhaustive_tune, torch_compile=args.torch_compile, mxr=args.mxr)
     config = BenchConfig(backends=args.backends, batch_sizes=args.batch_sizes, iters=args.iters,
                          warmup=max(0, args.warmup), options=options)
     loaded = load_model(args.weights)
@@ -87,16 +92,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(rows: list) -> None:
+    from dlguide_core.backends import backend_label
     from dlguide_core.benchmark import speedups
 
     ratio = speedups(rows)
-    print(f"{'backend':12} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
+    print(f"{'backend':12} {'runtime':16} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
           f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8}")
     for r in rows:
         if r.error:
             print(f"{r.backend:12} {'UNAVAILABLE' if r.unavailable else 'ERROR'} {r.error}")
             continue
         speedup = ratio.get((r.backend, r.batch_size))
-        print(f"{r.backend:12} {r.provider:28.28} {r.batch_size:5d} {r.p50_ms:9.2f} {r.p95_ms:9.2f} "
-              f"{r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} {r.top5_agree:5.2f} "
-              f"{r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")
+        print(f"{r.backend:12} {backend_label(r.backend, r.provider):16} {r.provider:28.28} {r.batch_size:5d} "
+              f"{r.p50_ms:9.2f} {r.p95_ms:9.2f} {r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} "
+              f"{r.top5_agree:5.2f} {r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")

@@ -1,0 +1,151 @@
+"""What every inference backend shares: options, availability, the Backend interface, the sample batch.
+
+Every backend is prepared once for a LoadedModel (`prepare`: export, session creation or
+compilation, timed as `setup_s`), then turns a preprocessed batch (B, 3, crop, crop) into
+(B, C) float32 logits on the CPU (`run`), and says what it is (`describe`). Whether a
+backend can run here is a state (`availability`), never an exception at import time.
+Preprocessing is not a backend's business: callers use `presets.preprocess` with the
+model's preset, so every backend sees the very same tensor.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from dlguide_core.errors import DlguideError
+from dlguide_core.export import OnnxExport, export_onnx
+from dlguide_core.images import load_image
+from dlguide_core.models import LoadedModel
+from dlguide_core.presets import preprocess
+from dlguide_core.samples import bundled_samples
+
+Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)
+TARGETS = ("auto", "gpu", "cpu")
+GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
+
+
+class BackendError(DlguideError):
+    """A backend failed to prepare or run (one line, safe to show)."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend cannot run on this machine; the message says why."""
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How to prepare a backend. Hashable, so the app can key cached sessions by it."""
+
+    precision: str = "fp32"  # fp16/bf16/int8: MIGraphX (quantize_*); fp16/int8 also ORT's MIGraphX EP
+    target: str = "auto"  # auto: the GPU when one is visible, else the CPU
+    exhaustive_tune: bool = False  # MIGraphX: search every kernel variant at compile time (slow compile)
+    torch_compile: str | None = None  # torch: a torch.compile backend name ("inductor"), None for eager
+    intra_op_threads: int = 0  # ONNX Runtime: 0 = its default (one per physical core)
+    inter_op_threads: int = 0
+    graph_optimization: str = "all"  # ONNX Runtime graph optimisation level
+    mxr: str | None = None  # MIGraphX: a .mxr compiled outside dlguide (migraphx-driver) to load instead
+
+    def __post_init__(self) -> None:
+        for value, choices, name in ((self.precision, PRECISIONS, "precision"), (self.target, TARGETS, "target"),
+                                     (self.graph_optimization, GRAPH_OPTIMIZATIONS, "graph_optimization")):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Availability:
+    name: str
+    title: str
+    available: bool
+    reason: str
+
+
+def amd_gpu_visible() -> bool:
+    """An AMD GPU through ROCm's kernel driver (/dev/kfd): what MIGraphX's gpu target needs."""
+    return Path("/dev/kfd").exists()
+
+
+def gpu_visible() -> bool:
+    """An AMD (ROCm: /dev/kfd) or CUDA GPU this process could use."""
+    return amd_gpu_visible() or torch.cuda.is_available()
+
+
+def short_error(exc: BaseException) -> str:
+    """The first line of an exception, without a C++ "file.cpp:NN: function: " prefix, at most 240 chars."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"^\S+\.[ch]pp:\d+: \w+: ", "", text)[:240]
+
+
+class Backend(ABC):
+    """Prepare once for a model and batch size, then run preprocessed batches to logits."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        self.options = options or BackendOptions()
+        self.loaded: LoadedModel | None = None
+        self.batch_size = 0
+        self.setup_s = 0.0  # session creation / compilation (or .mxr load) time, export excluded
+        self.export: OnnxExport | None = None
+
+    @classmethod
+    @abstractmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability: ...
+
+    @property
+    @abstractmethod
+    def provider(self) -> str:
+        """What actually runs the graph (a device, an execution provider, a MIGraphX target)."""
+
+    def prepare(self, loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
+        status = self.availability(self.options)
+        if not status.available:
+            raise BackendUnavailable(f"{status.title} is unavailable: {status.reason}")
+        self.loaded, self.batch_size = loaded, batch_size
+        start = time.perf_counter()
+        self._prepare(loaded, progress or (lambda _msg, _frac: None))
+        self.setup_s = time.perf_counter() - start - (self.export.export_s if self.export else 0.0)
+        return self
+
+    @abstractmethod
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None: ...
+
+    @abstractmethod
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        """(B, 3, crop, crop) preprocessed float32 -> (B, C) float32 logits on the CPU."""
+
+    def _export(self, loaded: LoadedModel, progress: Progress) -> OnnxExport:
+        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
+        self.export = export_onnx(loaded)
+        return self.export
+
+    @property
+    def label(self) -> str:
+        """What the UI, `bench` and the booth call this backend ("MIGraphX (CPU)" where it matters)."""
+        return self.title
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name, "title": self.label, "provider": self.provider if self.loaded else None,
+            "precision": self.options.precision, "batch_size": self.batch_size, "setup_s": round(self.setup_s, 3),
+            "onnx": self.export.path if self.export else None,
+            "export_s": self.export.export_s if self.export else None,
+        }
+
+
+def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
+    """The bundled photos, preprocessed with the model's preset, repeated to (batch_size, 3, crop, crop)."""
+    photos = [load_image(path) for path in bundled_samples().values()]
+    batch = preprocess(photos, loaded.preset)  # (n_photos, 3, crop, crop)
+    repeats = -(-batch_size // len(batch))
+    return batch.repeat(repeats, 1, 1, 1)[:batch_size].contiguous()

@@ -27,6 +27,7 @@ from dlguide_core.datasets import readable_names
 from dlguide_core.errors import DlguideError
 from dlguide_core.models import LoadedModel, imagenet_class_names
 from dlguide_core.presets import eval_transform
+from dlguide_core.result_files import confusion_csv
 
 WNIDS_FILE = Path(__file__).with_name("data") / "imagenet_wnids.txt"
 MISTAKES_KEPT = 16
@@ -161,10 +162,7 @@ class EvalResult:
                 "mistakes": [m.__dict__ for m in self.mistakes]}
 
     def confusion_csv(self) -> str:
-        """The matrix with a header row and column of class ids (true down, predicted across)."""
-        rows = [",".join(["true\\predicted", *self.space.classes])]
-        rows += [",".join([c, *map(str, row)]) for c, row in zip(self.space.classes, self.matrix.tolist())]
-        return "\n".join(rows) + "\n"
+        return confusion_csv({"classes": self.space.classes, "matrix": self.matrix.tolist()})
 
 
 # ------------------------------------------------------------------ the loop

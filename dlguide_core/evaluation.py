@@ -203,7 +203,8 @@ def evaluate_model(loaded: LoadedModel, data: str | Path, *, split: str = "val",
         targets = torch.from_numpy(to_space[targets.numpy()])
         loss_sum += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
         probs = torch.softmax(logits, dim=1)
-        ranked = probs.topk(min(5, probs.shape[1]), dim=1).indices  # (B, k)
+        # Rank logits, not probabilities: a saturated softmax ties at 0.0 and would rank ties arbitrarily.
+        ranked = logits.topk(min(5, logits.shape[1]), dim=1).indices  # (B, k)
         top1 += int((ranked[:, 0] == targets).sum())
         top5 += int((ranked == targets[:, None]).any(dim=1).sum())
         counts += confusion_matrix(targets.tolist(), ranked[:, 0].tolist(), len(space.classes))

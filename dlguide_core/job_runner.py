@@ -22,6 +22,7 @@ from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import Job, JobStore, StoreSink, dispatch
 from dlguide_core.recipes import RunContext, RunResult, get_recipe, process_slot
 from dlguide_core.sinks import ConsoleSink, TeeSink, TrainingSink
+from dlguide_core.tensorboard_export import TensorBoardSink
 
 # Ctrl-C is a deliberate stop (cancelled); SIGTERM comes from shutdowns (interrupted, resumable).
 SIGNAL_REASONS = {signal.SIGINT: "cancel", signal.SIGTERM: "SIGTERM"}
@@ -62,10 +63,11 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
     """Run a claimed (running) job in this process to its final status; returns that status."""
     job = store.get(job_id, refresh=False)
     sink = StoreSink(store.path, job_id)
+    tensorboard = TensorBoardSink(store.path, job_id)  # after the store: see its on_start
     status, error = "failed", None
     try:
         with _stop_on_signals(sink):
-            result = _run(job, TeeSink(sink, extra_sink) if extra_sink else sink)
+            result = _run(job, TeeSink(sink, tensorboard, *([extra_sink] if extra_sink else [])))
         status, error = _final_status(result, sink)
     except DlguideError as exc:
         error = str(exc)
@@ -73,6 +75,7 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
         traceback.print_exc()
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        tensorboard.close()
         sink.close()
         store.finish(job_id, status, error)
     if error:

@@ -7,6 +7,7 @@ from dlguide_core.classify import classify_sources
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
 from dlguide_core.images import UPLOAD_TYPES
+from dlguide_core.result_files import results_csv, results_json
 from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from pages.common import (
     backend_selectbox,
@@ -17,6 +18,7 @@ from pages.common import (
     show_result,
     weights_selectbox,
 )
+from pages.evaluation_ui import evaluation_form
 from pages.tensorflow_ui import tf_classify_tab
 
 hide_in_kiosk()
@@ -50,6 +52,12 @@ with image_tab:
             st.error(f"Cannot use this backend: {exc}", icon=":material/block:")
             st.stop()
 
+    with st.expander("Evaluate these weights on a dataset (top-1/top-5, confusion matrix, mistakes)"):
+        if loaded.trained:
+            evaluation_form(weights, "classify_eval")
+        else:
+            st.info("Untrained weights score chance: pick ImageNet or a checkpoint to evaluate.")
+
     upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])
     sources: list[tuple[str, bytes]] = []
     with upload_tab:
@@ -78,6 +86,12 @@ with image_tab:
 
     with st.spinner(f"Classifying {len(sources)} image(s)…"):
         results = classify_sources(run_with, sources, k=top_k)
+    csv_col, json_col = st.columns(2)
+    csv_col.download_button(f"Download results (CSV, {len(results)} image(s))", results_csv(results),
+                            file_name="classify_results.csv", mime="text/csv", key="classify_download_csv")
+    json_col.download_button(f"Download results (JSON, {len(results)} image(s))", results_json(results),
+                             file_name="classify_results.json", mime="application/json",
+                             key="classify_download_json")
     for i, result in enumerate(results):
         st.subheader(result.image)
         show_result(result, result.decoded, key=f"classify_result_{i}")

@@ -5,6 +5,7 @@ app); this page only writes requests to the job store and reads metrics from it.
 """
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +18,8 @@ from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
 from dlguide_core.recipes import AMP_DTYPE_FLAGS, recipes
 from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
+from pages.evaluation_ui import evaluation_form
+from pages.runs_ui import comparison_table
 from pages.tensorflow_ui import tf_train_section
 
 hide_in_kiosk()
@@ -263,6 +266,7 @@ def live_view(all_jobs: list) -> None:
     for job in chosen:  # a diverged run says so, with what to change (no status change)
         for warning in training_warnings(runs[job.id]["loss"], epochs[job.id], job.config):
             st.warning(f"{job.id}: {warning}", icon=":material/trending_up:")
+    comparison_table(store, chosen, key="train_compare_table")
     st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y), key="train_loss_chart")
     left, right = st.columns(2)
     lr = {name: stride(c["step"], c["lr"]) for name, c in runs.items()}
@@ -308,6 +312,21 @@ def export_section(all_jobs: list) -> None:
     job_id = st.selectbox("Export a job's metrics", [j.id for j in all_jobs], key="train_export_job")
     st.download_button("Download CSV", store.export_csv(job_id), file_name=f"{job_id}.csv", mime="text/csv",
                        key="train_export_csv")
+    st.caption(f"Every job also writes TensorBoard event files: `tensorboard --logdir {settings.home() / 'jobs'}` "
+               "(older jobs: `python -m dlguide_core jobs export ID --tensorboard DIR`).")
+
+
+def evaluate_section(all_jobs: list) -> None:
+    """A finished job's checkpoint on a held-out split (torchvision's --test-only), with its plots."""
+    done = [j for j in all_jobs if j.status not in jobs.ACTIVE and j.checkpoint and Path(j.checkpoint).is_file()
+            and j.framework == "pytorch"]
+    if not done:
+        st.info("No finished PyTorch job with a checkpoint yet.")
+        return
+    by_id = {j.id: j for j in done}
+    job = by_id[st.selectbox("Job", list(by_id), key="train_eval_job",
+                             format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")]
+    evaluation_form(job.checkpoint, "train_eval", prefer_data=job.config.get("data"))
 
 
 st.subheader("New job")
@@ -323,5 +342,7 @@ if all_jobs:
     st.subheader("Live curves")
     view_controls(all_jobs)
     live_view(all_jobs)
-    with st.expander("Export metrics (CSV)"):
+    with st.expander("Export metrics (CSV, TensorBoard)"):
         export_section(all_jobs)
+    with st.expander("Evaluate a finished job"):
+        evaluate_section(all_jobs)

@@ -52,7 +52,7 @@ def test_visitor_flow_and_idle_reset(app_server, browser_page, fake_imagenet: Pa
     expect(page.locator("[data-testid=stImage]")).to_have_count(1)  # only the attract view's sample
 
 
-@pytest.mark.parametrize("first", ["/devices", "/tensorflow_ui"])
+@pytest.mark.parametrize("first", ["/devices", "/tensorflow_ui", "/evaluation_ui", "/runs_ui"])
 def test_url_tricks_land_on_the_booth(app_server, browser_page, first: str) -> None:
     """`first` is the fresh server's very first request: a page, or a helper module under pages/."""
     page = browser_page

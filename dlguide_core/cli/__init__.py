@@ -18,7 +18,7 @@ from dlguide_core import __version__
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
 from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, WeightsUnavailable
 
-COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench")
+COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from dlguide_core import jobs
 from dlguide_core.cli.train import run_foreground
+from dlguide_core.comparison import run_summary
 from dlguide_core.diagnostics import training_warnings
+from dlguide_core.tensorboard_export import export_job
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
 
@@ -26,9 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     resume = sub.add_parser("resume", help="continue a cancelled, interrupted or failed job")
     resume.add_argument("id")
     resume.add_argument("--detach", action="store_true", help="queue it and return at once")
-    export = sub.add_parser("export", help="per-step metrics as CSV on stdout")
+    export = sub.add_parser("export", help="per-step metrics as CSV on stdout, or as TensorBoard event files")
     export.add_argument("id")
-    export.add_argument("--csv", action="store_true", required=True)
+    form = export.add_mutually_exclusive_group(required=True)
+    form.add_argument("--csv", action="store_true", help="CSV on stdout")
+    form.add_argument("--tensorboard", metavar="DIR",
+                      help="write event files to DIR/ID/ (for jobs made before every job wrote its own)")
     sub.add_parser("delete", help="forget a finished job and remove its folder").add_argument("id")
     p.set_defaults(func=run)
 
@@ -59,7 +65,8 @@ def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
     # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
     jobs.dispatch(store, lambda: jobs.max_jobs_setting() or 0)
     if args.json:
-        print(json.dumps([store.summary(j) | {"created": j.created} for j in all_jobs], indent=2))
+        print(json.dumps([store.summary(j) | {"created": j.created} | run_summary(store, j) | {"config": j.config}
+                          for j in all_jobs], indent=2))
         return 0
     for job in all_jobs:
         row = store.summary(job)
@@ -116,6 +123,10 @@ def _resume(store: jobs.JobStore, args: argparse.Namespace) -> int:
 
 
 def _export(store: jobs.JobStore, args: argparse.Namespace) -> int:
+    if args.tensorboard:
+        logdir = export_job(store, args.id, Path(args.tensorboard).expanduser() / args.id)
+        print(f"TensorBoard event files in {logdir} (tensorboard --logdir {logdir.parent})")
+        return 0
     sys.stdout.write(store.export_csv(args.id))
     return 0
 

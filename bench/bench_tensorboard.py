@@ -1,0 +1,87 @@
+"""Does writing TensorBoard event files slow a training step? The job's sinks with and without
+TensorBoardSink, interleaved rounds in one process, on the real loop (`training.fit`).
+
+The smallest step there is (cifar_net, batch 4: about a millisecond on a CPU) is the worst case
+for any per-step cost, so that is what is timed. Step time = median interval between on_step
+calls (epoch ends, which validate, drop out of the median). The box is shared and its load moves
+by 5x within a minute, so rounds are short (about a second) and many, with the two variants
+alternating, and the result is the median of the paired ratios. The sink flushes every 0.25 s
+here (jobs: every 2 s), so its writes land inside the timed steps, a harsher case than a job.
+
+`.venv/bin/python -m bench.bench_tensorboard [--rounds 20] [--images 600] [--batch-size 4]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.jobs import JobStore, StoreSink
+from dlguide_core.recipes import get_recipe
+from dlguide_core.sinks import NullSink, TeeSink
+from dlguide_core.tensorboard_export import TensorBoardSink
+from dlguide_core.training import build_run, fit
+
+
+class StepClock(NullSink):
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def on_step(self, step, epoch, loss, lr, images_per_s, **extra) -> None:
+        self.times.append(time.perf_counter())
+
+    def median_step_s(self) -> float:
+        return statistics.median(b - a for a, b in zip(self.times, self.times[1:]))
+
+
+def one_round(data: Path, store: JobStore, batch_size: int, with_tensorboard: bool, logdir: Path) -> float:
+    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=1, workers=0, device="cpu",
+                                              batch_size=batch_size)
+    job = store.create("cifar_net", "pytorch", {})
+    store_sink, clock = StoreSink(store.path, job.id), StepClock()
+    sinks = [store_sink, clock]
+    tensorboard = TensorBoardSink(store.path, job.id, logdir / job.id, flush_s=0.25) if with_tensorboard else None
+    if tensorboard:
+        sinks.insert(1, tensorboard)
+    fit(build_run(cfg, "cifar_net"), TeeSink(*sinks), None)
+    if tensorboard:
+        tensorboard.close()
+        assert tensorboard.failed is None and any((logdir / job.id).glob("events.out.tfevents.*"))
+    store_sink.close()
+    return clock.median_step_s()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--images", type=int, default=600, help="training images (toy data, 32x32)")
+    parser.add_argument("--batch-size", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        data = write_toy_dataset(tmp / "toy", classes=4, per_class=args.images // 4, val_per_class=4)
+        store = JobStore(tmp / "jobs.db")
+        one_round(data, store, args.batch_size, True, tmp / "tb")  # warm-up: imports, allocator, caches
+        ratios, pairs = [], []
+        for r in range(args.rounds):
+            order = (False, True) if r % 2 == 0 else (True, False)  # alternate who goes first
+            times = {flag: one_round(data, store, args.batch_size, flag, tmp / "tb") for flag in order}
+            ratios.append(times[True] / times[False])
+            pairs.append((times[False], times[True]))
+            print(f"round {r + 1}: step without {1e3 * times[False]:.3f} ms, with TensorBoard "
+                  f"{1e3 * times[True]:.3f} ms -> {ratios[-1]:.3f}")
+        print(f"step time with/without TensorBoard: median ratio {statistics.median(ratios):.3f} "
+              f"over {args.rounds} rounds (batch {args.batch_size}, {args.images} images, 1 epoch per run)")
+        fastest = min(min(p) for p in pairs)  # quiet rounds: neither variant slowed by the neighbours
+        quiet = [b / a for a, b in pairs if max(a, b) < 1.5 * fastest]
+        if quiet:
+            print(f"quiet rounds only (both steps within 1.5x of the fastest): median ratio "
+                  f"{statistics.median(quiet):.3f} over {len(quiet)} rounds")
+
+
+if __name__ == "__main__":
+    main()

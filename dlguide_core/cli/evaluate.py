@@ -1,0 +1,77 @@
+"""`evaluate --weights {imagenet,PATH} --data DIR [--split val] [--batch-size B] [--limit N] [--json]`.
+
+torch is imported inside `run` only: `python -m dlguide_core --help` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, download_progress, positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("evaluate", help="top-1/top-5, per-class accuracy and the confusion matrix on a split")
+    p.add_argument("--weights", required=True, metavar="{imagenet,PATH}",
+                   help="imagenet (scored on ImageNet-synset data such as tiny-imagenet: a restricted-label score) "
+                        "or a dlguide checkpoint PATH")
+    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder holding SPLIT/<class>/ images")
+    p.add_argument("--split", default="val", help="the folder under DIR to score (default: val)")
+    p.add_argument("--batch-size", type=positive_int, default=32, metavar="B")
+    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                   help="score N images spread evenly over the split (every class keeps its share)")
+    p.add_argument("--device", default=None, help="torch device (default: best available)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.weights == "none":
+        print("error: --weights none scores a random model; give imagenet or a checkpoint PATH", file=sys.stderr)
+        return EXIT_USAGE
+    if not Path(args.data).is_dir():
+        print(f"error: {args.data} is not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    from dlguide_core.evaluation import EvaluationError, evaluate_model
+    from dlguide_core.models import load_model
+
+    loaded = load_model(args.weights, device=args.device, progress=download_progress("weights"))
+    try:
+        result = evaluate_model(loaded, args.data, split=args.split, batch_size=args.batch_size, limit=args.limit,
+                                progress=_progress_line() if not args.json else None)
+    except EvaluationError as exc:  # the model and the data do not fit: a usage error
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    data = result.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    _print_text(data)
+    return EXIT_OK
+
+
+def _progress_line():
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        print(f"\revaluating {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _print_text(data: dict) -> None:
+    print(f"{data['weights']} on {data['data']}/{data['split']}: {data['images']} images, "
+          f"{data['images_per_s']:.1f} images/s")
+    if data["note"]:
+        print(f"  {data['note']}")
+    print(f"  top-1 {data['top1']:.2f} %  top-5 {data['top5']:.2f} %  loss {data['loss']:.4f}")
+    labels = dict(zip(data["confusion"]["classes"], data["confusion"]["labels"]))
+    width = max((len(labels[c]) for c in data["per_class"]), default=0)
+    for cls, accuracy in data["per_class"].items():
+        print(f"    {labels[cls]:<{width}}  {accuracy:5.1f} %")
+    for row in data["top_confusions"][:5]:
+        print(f"  confused: {row['true']} -> {row['predicted']} ({row['count']}x, {row['percent']:.1f} %)")

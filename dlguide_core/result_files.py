@@ -1,0 +1,54 @@
+"""Results as files people take away: classification results as CSV/JSON rows
+(image, rank, label, index, probability), evaluation results as JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from dlguide_core.classify import ImageResult
+
+RESULT_COLUMNS = ("image", "rank", "label", "index", "probability")
+
+
+def result_rows(results: Sequence[ImageResult]) -> list[dict[str, Any]]:
+    """One row per (image, rank); an image that could not be read keeps one row with its error."""
+    rows: list[dict[str, Any]] = []
+    for result in results:
+        if result.error is not None:
+            rows.append({"image": result.image, "rank": None, "label": None, "index": None, "probability": None,
+                         "error": result.error})
+            continue
+        rows += [{"image": result.image, "rank": rank, "label": p.label, "index": p.index, "probability": p.prob}
+                 for rank, p in enumerate(result.top, start=1)]
+    return rows
+
+
+def results_csv(results: Sequence[ImageResult]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=[*RESULT_COLUMNS, "error"], extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(result_rows(results))
+    return out.getvalue()
+
+
+def results_json(results: Sequence[ImageResult]) -> str:
+    return json.dumps(result_rows(results), indent=2)
+
+
+def evaluation_json(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2)
+
+
+def confusion_csv(confusion: dict[str, Any]) -> str:
+    """An evaluation's {"classes", "matrix"}: a header row and a first column of class ids
+    (true classes down, predicted across)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["true\\predicted", *confusion["classes"]])
+    for name, row in zip(confusion["classes"], confusion["matrix"]):
+        writer.writerow([name, *row])
+    return out.getvalue()

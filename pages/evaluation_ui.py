@@ -1,0 +1,136 @@
+"""Evaluation widgets (issue 13) shared by Train (a finished job) and Classify (any checkpoint).
+
+Not a routed page. Streamlit glue only: the loop and the metrics live in dlguide_core.evaluation;
+the figures are built from the result's JSON (the `evaluate --json` contract), so what the page
+draws is exactly what the CLI prints and the download holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from dlguide_core import datasets, settings
+from dlguide_core.errors import DlguideError
+from dlguide_core.result_files import confusion_csv, evaluation_json
+from pages.common import get_model
+
+MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
+
+
+def _unique(labels: list[str], classes: list[str]) -> list[str]:
+    # Plotly merges equal category names: two classes called "tabby" would become one row.
+    counts = Counter(labels)
+    return [label if counts[label] == 1 else f"{label} ({cls})" for label, cls in zip(labels, classes)]
+
+
+def sorted_classes(result: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(order worst class first, readable names, row-normalised percent matrix)."""
+    conf = result["confusion"]
+    matrix = np.asarray(conf["matrix"], dtype=np.float64)  # (C, C) counts
+    totals = matrix.sum(axis=1, keepdims=True)
+    percent = np.divide(100.0 * matrix, totals, out=np.full_like(matrix, np.nan), where=totals > 0)
+    accuracy = np.diag(percent)
+    order = np.argsort(np.nan_to_num(accuracy, nan=101.0), kind="stable")  # classes without images last
+    return order, _unique(list(conf["labels"]), list(conf["classes"])), percent
+
+
+def confusion_figure(result: dict) -> go.Figure:
+    """Heatmap, rows and columns in the same order (worst class first) so the diagonal stays one."""
+    order, names, percent = sorted_classes(result)
+    counts = np.asarray(result["confusion"]["matrix"])[np.ix_(order, order)]
+    shown = [names[i] for i in order]
+    fig = go.Figure(go.Heatmap(
+        z=percent[np.ix_(order, order)], x=shown, y=shown, customdata=counts, colorscale="Blues", zmin=0, zmax=100,
+        hovertemplate="true: %{y}<br>predicted: %{x}<br>%{customdata} images (%{z:.1f} % of the class)"
+                      "<extra></extra>", colorbar=dict(title="% of true")))
+    many = len(shown) > MANY_CLASSES
+    fig.update_layout(title="Confusion matrix (rows: true class, worst first; % of each true class)",
+                      height=min(900, 320 + (4 if many else 22) * len(shown)), margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(title="predicted", showticklabels=not many, tickangle=-45)
+    fig.update_yaxes(title="true", showticklabels=not many, autorange="reversed")
+    return fig
+
+
+def per_class_figure(result: dict) -> go.Figure:
+    order, names, percent = sorted_classes(result)
+    accuracy = np.diag(percent)
+    keep = [i for i in order if not np.isnan(accuracy[i])]
+    fig = go.Figure(go.Bar(x=[names[i] for i in keep], y=[accuracy[i] for i in keep], marker_color="#1f5fbf",
+                           hovertemplate="%{x}: %{y:.1f} %<extra></extra>"))
+    fig.update_layout(title="Top-1 per class (%, worst first)", height=300, yaxis_range=[0, 100],
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(showticklabels=len(keep) <= MANY_CLASSES)
+    return fig
+
+
+def show_evaluation(result: dict, key: str) -> None:
+    """Numbers, the restricted-label note, heatmap + top confusions, per-class bars, mistakes, downloads."""
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Top-1", f"{result['top1']:.2f} %")
+    c2.metric("Top-5", f"{result['top5']:.2f} %")
+    c3.metric("Mean loss", f"{result['loss']:.4f}")
+    c4.metric("Images/s", f"{result['images_per_s']:.1f}", help=f"{result['images']} images")
+    st.caption(f"{result['weights']} on `{result['data']}` / {result['split']}: {result['images']} images")
+    if result.get("note"):
+        st.info(result["note"].capitalize(), icon=":material/filter_alt:")
+    heat, top = st.columns([3, 1])
+    heat.plotly_chart(confusion_figure(result), key=f"{key}_confusion")
+    top.markdown("**Top confusions**")
+    top.dataframe([{"true": r["true"], "predicted as": r["predicted"], "images": r["count"], "%": r["percent"]}
+                   for r in result["top_confusions"]], hide_index=True, key=f"{key}_top_confusions")
+    st.plotly_chart(per_class_figure(result), key=f"{key}_per_class")
+    mistakes_grid(result["mistakes"])
+    left, right = st.columns(2)
+    left.download_button("Download evaluation (JSON)", evaluation_json(result), file_name="evaluation.json",
+                         mime="application/json", key=f"{key}_download_json")
+    right.download_button("Download confusion matrix (CSV)", confusion_csv(result["confusion"]),
+                          file_name="confusion_matrix.csv", mime="text/csv", key=f"{key}_download_csv")
+
+
+def mistakes_grid(mistakes: list[dict], columns: int = 4) -> None:
+    if not mistakes:
+        return
+    st.markdown("**Most confident mistakes**")
+    cells = st.columns(columns)
+    for i, m in enumerate(mistakes):
+        cells[i % columns].image(m["image"], width=128,
+                                 caption=f"true: {m['true']} · predicted: {m['predicted']} ({100 * m['prob']:.1f} %)")
+
+
+def _splits(info: datasets.DatasetInfo) -> list[str]:
+    return [s for s in ("val", "test", "train") if (info.path / s).is_dir()]
+
+
+def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> None:
+    """Pick a dataset of the data roots, a split and a size, evaluate `weights` on it, show the result."""
+    found = [d for d in datasets.find_datasets(settings.data_roots()) if d.kind == "imagefolder"]
+    if not found:
+        st.info("No class-folder dataset (split/<class>/images) in the data roots to evaluate on.")
+        return
+    paths = [str(d.path.resolve()) for d in found]
+    preferred = str(Path(prefer_data).resolve()) if prefer_data else None
+    c1, c2, c3 = st.columns([3, 1, 1])
+    info = c1.selectbox("Evaluate on", found, index=paths.index(preferred) if preferred in paths else 0,
+                        format_func=lambda d: f"{d.path.name} ({len(d.classes)} classes)", key=f"{key}_data")
+    split = c2.selectbox("Split", _splits(info) or ["val"], key=f"{key}_split")
+    limit = c3.number_input("Images (0 = all)", 0, 1_000_000, 0, step=100, key=f"{key}_limit")
+    if st.button("Evaluate", key=f"{key}_run", type="primary"):
+        bar = st.progress(0.0, text="Evaluating…")
+        try:
+            from dlguide_core.evaluation import evaluate_model
+
+            result = evaluate_model(get_model(weights), info.path, split=split, limit=limit or None,
+                                    progress=lambda done, total: bar.progress(done / total,
+                                                                              text=f"Evaluating {done}/{total}"))
+            st.session_state[f"{key}_result"] = (weights, result.to_json())
+        except DlguideError as exc:
+            st.error(str(exc), icon=":material/block:")
+        bar.empty()
+    source, shown = st.session_state.get(f"{key}_result") or (None, None)
+    if shown is not None and source == weights:  # another model picked since: its result is not this one's
+        show_evaluation(shown, key)

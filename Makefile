@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 STAMP := $(VENV)/.installed
 
-.PHONY: install run kiosk test lint browser-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps bench clean
 
 install: $(STAMP)
 
@@ -14,13 +14,20 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
 	touch $(STAMP)
 
+# serve.py: `streamlit run app.py` with app.py the only router from the first second (and a warm booth);
+# the served config is .streamlit/config.toml (no file watcher). Tests and bench/ start servers the same way.
 run: install
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(PY) serve.py --server.port $(PORT)
 
 # MALLOC_ARENA_MAX=2: a booth serves many visitors all day; glibc's per-thread arenas otherwise
 # keep growing RSS (bench/bench_kiosk_load.py: +6.6% over 500 classifications vs +0.3% with it).
 kiosk: install
-	MALLOC_ARENA_MAX=2 DLGUIDE_KIOSK=1 $(PY) -m streamlit run app.py --server.port $(PORT)
+	MALLOC_ARENA_MAX=2 DLGUIDE_KIOSK=1 $(PY) serve.py --server.port $(PORT)
+
+# Live reload while editing (opt-in): watch the sources, not .venv or the job folder.
+dev: install
+	$(PY) serve.py --server.port $(PORT) --server.fileWatcherType auto --server.runOnSave true \
+	    --server.folderWatchBlacklist $(VENV) --server.folderWatchBlacklist .dlguide
 
 lint: install
 	$(PY) -m ruff check .

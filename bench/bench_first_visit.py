@@ -97,12 +97,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | None = None) -> Server:
+def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | None = None,
+                 options: tuple[str, ...] = ()) -> Server:
     """serve.py on a free loopback port, not waited for: the caller watches it from its first second."""
     port = port or free_port()
     full_env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **(env or {})}
     out = open(log, "wb")  # noqa: SIM115 - the child holds it; closed when this process exits
-    proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(serve.command(port, *options), cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
     return Server(f"http://127.0.0.1:{port}", proc, log, time.monotonic())
 
@@ -237,6 +238,20 @@ def launch_browser(pw):
     return pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
 
 
+def weights_env(workdir: Path) -> dict[str, str]:
+    """TORCH_HOME's ImageNet file when there is one, else a stand-in Inception v3 of the same shape (offline)."""
+    from dlguide_core.models import imagenet_weights_path, standin_imagenet_state
+
+    if imagenet_weights_path().is_file():
+        return {}
+    import torch
+
+    path = workdir / "torch_home" / "hub" / "checkpoints" / imagenet_weights_path().name
+    path.parent.mkdir(parents=True)
+    torch.save(standin_imagenet_state(), path)
+    return {"TORCH_HOME": str(workdir / "torch_home")}
+
+
 def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
@@ -274,8 +289,8 @@ def main() -> int:
     parser.add_argument("--servers", type=int, default=20)
     parser.add_argument("--booth-rounds", type=int, default=20, help="rounds of the 10-visitor booth load (0: skip)")
     args = parser.parse_args()
-    env = {"DLGUIDE_OFFLINE": os.environ.get("DLGUIDE_OFFLINE", "1")}
     with tempfile.TemporaryDirectory() as tmp:
+        env = {"DLGUIDE_OFFLINE": os.environ.get("DLGUIDE_OFFLINE", "1"), **weights_env(Path(tmp))}
         start = time.monotonic()
         reports = soak(args.servers, env, Path(tmp))
         failed = [r for r in reports if r["problems"]]

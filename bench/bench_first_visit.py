@@ -281,6 +281,7 @@ def booth_load(env: dict[str, str], workdir: Path, rounds: int) -> dict:
     finally:
         server.stop()
     report["errors"] = report["errors"][:10] + log_problems(server)
+    report["malloc_arena_max"] = "2"  # the server's, as `make kiosk` sets it (run_load reads this process's)
     return report
 
 

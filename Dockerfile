@@ -34,4 +34,4 @@ RUN python -c "from dlguide_core.models import fetch_imagenet_weights as f; prin
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
-CMD ["python", "-m", "streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+CMD ["python", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk test lint browser-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps bench clean
 
 install: $(STAMP)
 
@@ -17,13 +17,20 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
 
+# serve.py: `streamlit run app.py` with app.py the only router from the first second (and a warm booth);
+# the served config is .streamlit/config.toml (no file watcher). Tests and bench/ start servers the same way.
 run: install
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(PY) serve.py --server.port $(PORT)
 
 # MALLOC_ARENA_MAX=2: a booth serves many visitors all day; glibc's per-thread arenas otherwise
 # keep growing RSS (bench/bench_kiosk_load.py: +6.6% over 500 classifications vs +0.3% with it).
 kiosk: install
-	MALLOC_ARENA_MAX=2 DLGUIDE_KIOSK=1 $(PY) -m streamlit run app.py --server.port $(PORT)
+	MALLOC_ARENA_MAX=2 DLGUIDE_KIOSK=1 $(PY) serve.py --server.port $(PORT)
+
+# Live reload while editing (opt-in). "poll" checks only the app's own source files; "auto" (watchdog)
+# puts inotify watches on the whole project folder, .venv's ~100k files included ("Inotify queue overflowed").
+dev: install
+	$(PY) serve.py --server.port $(PORT) --server.fileWatcherType poll --server.runOnSave true
 
 lint: install
 	$(PY) -m ruff check .

@@ -1,4 +1,4 @@
-"""dlguide: `streamlit run app.py` routes every page from here."""
+"""dlguide: every page is routed from here (served by serve.py, which keeps it the only router)."""
 
 import streamlit as st
 

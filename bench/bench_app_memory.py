@@ -1,6 +1,6 @@
 """Resident memory of the served app: idle, then with the model loaded after one classification.
 
-Starts `streamlit run app.py` on a loopback port, drives one upload through headless
+Starts the app as `make run` does (serve.py) on a loopback port, drives one upload through headless
 Debian chromium (Playwright), and reads the server's RSS with psutil.
 
     .venv/bin/python bench/bench_app_memory.py [--weights none|imagenet]
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -53,9 +54,11 @@ def main() -> None:
     parser.add_argument("--weights", default="none")
     args = parser.parse_args()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                               "--server.headless", "true", "--server.fileWatcherType", "none"], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sys.path.insert(0, str(ROOT))
+    import serve  # the launcher: `make run`'s command line, only the port differs
+
+    server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"})
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url)

@@ -246,11 +246,12 @@ def sample_rss(server: psutil.Process, samples: list[int], done: threading.Event
 
 
 def serve(port: int, env: dict[str, str]) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    sys.path.insert(0, str(ROOT))
+    import serve  # the launcher: `make kiosk`'s command line, only the port and the environment differ
+
+    proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **env})
+    deadline = time.monotonic() + 600  # the launcher prepares the booth (ONNX export) before opening the port
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()

@@ -26,15 +26,25 @@ def device_label() -> str:
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=4)
-def cached_model(weights: str, _version: float = 0.0) -> LoadedModel:
-    """One LoadedModel per weights source (and checkpoint mtime); never mutated after caching."""
+def cached_model(weights: str, version: str = "") -> LoadedModel:
+    """One LoadedModel per weights source and checkpoint file version; never mutated after caching.
+
+    `version` (file_version) is a plain-named argument: it is part of the cache key (a `_name` would not be)."""
     return load_model(weights)
 
 
-def get_model(weights: str) -> LoadedModel:
+def file_version(weights: str) -> str:
+    """What changes when a checkpoint is rewritten at the same path: mtime (ns), size and inode
+    (save_checkpoint writes a temp file then os.replace()s it, so even a same-tick rewrite is a new inode)."""
     path = Path(weights)
-    version = path.stat().st_mtime if weights not in ("imagenet", "none") and path.is_file() else 0.0
-    return cached_model(weights, version)
+    if weights in ("imagenet", "none") or not path.is_file():
+        return ""
+    stat = path.stat()
+    return f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}"
+
+
+def get_model(weights: str) -> LoadedModel:
+    return cached_model(weights, file_version(weights))
 
 
 def weights_caption(loaded: LoadedModel) -> None:
@@ -301,28 +311,7 @@ def precision_options(backend: str, key: str):
     return BackendOptions(precision=choice)
 
 
-# ---------------------------------------------------------------- one router: app.py (issue 7)
-
-
-def _close_pages_directory_routing() -> None:
-    """Make app.py's st.navigation the only router, from the first run of the process on.
-
-    Until some run has called st.navigation, Streamlit (multipage v1) routes every pages/*.py
-    by URL without running app.py: on a fresh server, /devices or /train would open those pages
-    even in kiosk mode. Every page imports this module, so that first run lands here: switch the
-    pages-directory mode off and rerun, which now goes through app.py and its page list.
-    """
-    try:  # Streamlit internals (checked with 1.67): if they move, hide_in_kiosk() still guards each page
-        from streamlit.runtime.pages_manager import PagesManager
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:
-        return
-    if getattr(PagesManager, "uses_pages_directory", False) and get_script_run_ctx() is not None:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-_close_pages_directory_routing()
+# ---------------------------------------------------------------- booth mode guard
 
 
 def hide_in_kiosk() -> None:

@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import serve
 from dlguide_core.models import standin_imagenet_state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -121,7 +121,8 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> No
 
 @pytest.fixture
 def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """Factory: `url = app_server(ENV_VAR=value, ...)` serves app.py on a free loopback port.
+    """Factory: `url = app_server(ENV_VAR=value, ...)` serves the app as `make run` does, on a free loopback port
+    (in booth mode, serve.py prepares the booth before the port opens: hence the long health wait).
 
     The server inherits the test's environment (DLGUIDE_HOME, TORCH_HOME, ...) plus the
     overrides; it is stopped when the test ends. Its log is at tmp_path/streamlit.log."""
@@ -131,11 +132,9 @@ def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
         port = _free_port()
         env = {**os.environ, **{k: str(v) for k, v in env_overrides.items()}}
         log = open(tmp_path / f"streamlit-{port}.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # `make run`'s command line (serve.py, .streamlit/config.toml); only the port and the environment differ
+        proc = subprocess.Popen(serve.command(port), cwd=ROOT, env={**env, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"},
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
         _wait_healthy(url, proc)

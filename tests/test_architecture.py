@@ -79,3 +79,73 @@ def test_streamlit_config_keeps_xsrf_and_an_upload_cap():
     assert config["server"]["enableXsrfProtection"] is True
     assert 1 <= config["server"]["maxUploadSize"] <= 50
     assert config["browser"]["gatherUsageStats"] is False
+
+
+def _routed_pages() -> set[str]:
+    """The page scripts app.py routes (its st.Page("pages/x.py", ...) calls)."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    return {node.args[0].value for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page"
+            and node.args and isinstance(node.args[0], ast.Constant)}
+
+
+def _module_level_calls(tree: ast.Module) -> list[ast.Call]:
+    """Calls that run when the module is imported: outside functions and classes, decorators excluded."""
+    calls, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a decorator (st.cache_resource) only wraps; the body runs later
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return calls
+
+
+def _rooted_at(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def test_ui_helper_modules_call_nothing_at_import():
+    # Issue 10: pages/common.py once called st.rerun() while being imported, so a page importing it saw a
+    # half-built module (ImportError on fresh servers). Helpers define; only page scripts run st.* at top level.
+    routed = _routed_pages()
+    helpers = [p for p in sorted((ROOT / "pages").glob("*.py")) if f"pages/{p.name}" not in routed]
+    assert routed and helpers, "app.py's page list or the helper modules moved: update this test"
+    offenders = []
+    for path in helpers:
+        tree = ast.parse(path.read_text())
+        for call in _module_level_calls(tree):
+            if _rooted_at(call.func) == "st":
+                offenders.append(f"{path.name}:{call.lineno} {ast.unparse(call)[:60]}")
+        statements = [n for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+        top = {id(n) for n in _module_level_calls(tree)}
+        offenders += [f"{path.name}:{n.lineno} {ast.unparse(n)[:60]}" for n in statements if id(n.value) in top]
+    assert not offenders, f"UI helper modules do something at import time: {offenders}"
+
+
+def test_no_page_or_helper_reruns_or_stops_while_imported_as_a_module():
+    # Page scripts may st.stop() at top level (they run as scripts); nothing imported by them may.
+    for path in PAGES:
+        tree = ast.parse(path.read_text())
+        if path.name == "app.py" or f"pages/{path.name}" in _routed_pages():
+            continue
+        names = [c.func.attr for c in _module_level_calls(tree) if isinstance(c.func, ast.Attribute)]
+        assert not {"rerun", "stop", "switch_page"} & set(names), f"{path.name} reruns/stops at import"
+
+
+def test_every_served_entry_goes_through_the_launcher():
+    # `make run`, `make kiosk`, `make dev`, the Dockerfile and every test/bench server use serve.py, which
+    # turns Streamlit's pages/-by-file-name routing off before the first session (issue 10).
+    makefile = (ROOT / "Makefile").read_text()
+    for target in ("run", "kiosk", "dev"):
+        recipe = makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+        assert "serve.py" in recipe and "streamlit run" not in recipe, target
+    assert '"serve.py"' in (ROOT / "Dockerfile").read_text().split("\nCMD", 1)[1]
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]:
+        if path.name == "test_architecture.py":
+            continue
+        text = path.read_text()
+        assert '"-m", "streamlit"' not in text and '"streamlit", "run"' not in text, path.name

@@ -29,11 +29,11 @@ bench = load_bench()
 
 
 def server_pid(url: str) -> int:
-    """The streamlit process app_server started for `url` (a child of this test process)."""
+    """The server process app_server started for `url` (serve.py runs streamlit in-process)."""
     port = url.rsplit(":", 1)[1]
     for child in psutil.Process().children(recursive=True):
         cmdline = child.cmdline()
-        if "streamlit" in cmdline and port in cmdline:
+        if any(arg.endswith("serve.py") for arg in cmdline) and port in cmdline:
             return child.pid
     raise LookupError(f"no streamlit child serving port {port}")
 

@@ -1,0 +1,310 @@
+"""Fresh servers, watched from their first second: what the first visitors see, then a classify flow.
+
+Each round starts a new server exactly as `make run` / `make kiosk` do (serve.py, the project's
+config; only the port and the environment differ), opens several first URLs at once in headless
+Debian chromium while the server is still starting (polling until it answers), and records every
+same-origin link and every exception element the pages ever show (a MutationObserver installed
+before the app's own scripts). Then a second session classifies a photo. The server's log must hold
+no traceback. tests/test_browser_first_visit.py runs 4 servers; this is the soak:
+
+    .venv/bin/python bench/bench_first_visit.py --servers 20 [--booth-rounds 50]
+
+After the soak, the 10-visitor booth load of bench/bench_kiosk_load.py runs on one more fresh kiosk
+server started the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import serve  # noqa: E402 - the launcher, imported from the project root
+
+SAMPLE = ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
+FIRST_PATHS = ("/", "/train", "/devices", "/compiled", "/kiosk", "/common")
+FULL_LINKS = {"/", "/classify", "/devices", "/train", "/kiosk", "/compiled"}  # the sidebar's allow-list
+KIOSK_LINKS: set[str] = set()  # the booth shows no navigation at all
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+TRACEBACK_MARKERS = ("Traceback", "Error:", "Uncaught app execution")  # Streamlit's rich tracebacks, colours stripped
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# Installed before any script of the page runs: remembers every link path and exception element ever shown.
+WATCHER = """
+window.__seen = {links: [], exceptions: []};
+new MutationObserver(() => {
+  for (const a of document.querySelectorAll('a[href]')) {
+    if (a.getAttribute('href').startsWith('#')) continue;  // a heading's anchor, "skip to content"
+    const u = new URL(a.getAttribute('href'), location.href);
+    if (u.origin === location.origin && !window.__seen.links.includes(u.pathname)) window.__seen.links.push(u.pathname);
+  }
+  for (const e of document.querySelectorAll('[data-testid=stException]')) {
+    const text = e.innerText.slice(0, 200);
+    if (!window.__seen.exceptions.includes(text)) window.__seen.exceptions.push(text);
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['href']});
+"""
+
+
+@dataclass
+class Server:
+    """A served app started through the launcher; its log is a file, read after the visits."""
+
+    url: str
+    proc: subprocess.Popen
+    log: Path
+    started: float  # time.monotonic() at Popen
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_text(self) -> str:
+        return ANSI.sub("", self.log.read_text(errors="replace")) if self.log.exists() else ""
+
+
+@dataclass
+class Visit:
+    path: str
+    links: list[str] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # from the server's start to this page settled
+    missing: str | None = None  # what the page never showed (it did not settle)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | None = None,
+                 options: tuple[str, ...] = ()) -> Server:
+    """serve.py on a free loopback port, not waited for: the caller watches it from its first second."""
+    port = port or free_port()
+    full_env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **(env or {})}
+    out = open(log, "wb")  # noqa: SIM115 - the child holds it; closed when this process exits
+    proc = subprocess.Popen(serve.command(port, *options), cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    return Server(f"http://127.0.0.1:{port}", proc, log, time.monotonic())
+
+
+def wait_healthy(server: Server, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {server.proc.returncode}:\n{server.log_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{server.url} did not answer within {timeout:.0f} s")
+
+
+def open_when_up(page, server: Server, path: str, timeout: float) -> None:
+    """goto `path` as soon as the server accepts connections (it may still be starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {server.proc.returncode}:\n{server.log_text()[-2000:]}")
+        try:
+            page.goto(server.url + path, wait_until="commit", timeout=10_000)
+            return
+        except Exception as exc:  # connection refused while the server starts
+            if "ERR_CONNECTION_REFUSED" not in str(exc) and "ERR_EMPTY_RESPONSE" not in str(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{server.url} did not answer within {timeout:.0f} s") from exc
+            time.sleep(0.2)
+
+
+def settle(page, deadline: float) -> str | None:
+    """Until the app ran its script once and is idle, then a little longer for late elements; None when it
+    did, else what never came (by `deadline`, a time.monotonic())."""
+    for selector in ("[data-testid=stApp][data-test-script-state=notRunning]",
+                     "[data-testid=stMain] h1"):  # every page (and the booth) has a title
+        try:
+            page.wait_for_selector(selector, timeout=max(1.0, deadline - time.monotonic()) * 1000)
+        except Exception:
+            return f"no {selector} within the time allowed"
+    page.wait_for_timeout(1500)
+    return None
+
+
+def first_visits(browser, server: Server, paths: tuple[str, ...], timeout: float = 180.0) -> list[Visit]:
+    """Open every path in its own session at once, from the server's first second; what each ever showed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(WATCHER)
+    pages = [context.new_page() for _ in paths]
+    try:
+        for page, path in zip(pages, paths):
+            open_when_up(page, server, path, timeout)
+        visits = []
+        deadline = time.monotonic() + timeout  # one deadline for the tabs opened together
+        for page, path in zip(pages, paths):
+            missing = settle(page, deadline)
+            seen = page.evaluate("window.__seen")
+            visits.append(Visit(path, seen["links"], seen["exceptions"], time.monotonic() - server.started, missing))
+        return visits
+    finally:
+        context.close()
+
+
+def visit_problems(visits: list[Visit], kiosk: bool) -> list[str]:
+    allowed = KIOSK_LINKS if kiosk else FULL_LINKS
+    problems = []
+    for visit in visits:
+        extra = sorted(set(visit.links) - allowed)
+        if extra:
+            problems.append(f"{visit.path}: links outside the allow-list {extra}")
+        if visit.missing:
+            problems.append(f"{visit.path}: {visit.missing}")
+        if visit.exceptions:
+            problems.append(f"{visit.path}: exception elements {visit.exceptions}")
+    return problems
+
+
+def log_problems(server: Server) -> list[str]:
+    text = server.log_text()
+    return [f"server log holds {marker!r}:\n{text[-3000:]}" for marker in TRACEBACK_MARKERS if marker in text][:1]
+
+
+def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, timeout: float = 180.0) -> float:
+    """A second session uploads `photo` and sees a top-5; seconds from the page opening to the result."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(timeout * 1000)
+    try:
+        start = time.monotonic()
+        page.goto(server.url)
+        if kiosk:
+            page.get_by_text("Upload", exact=True).click()
+            page.locator("input[type=file]").set_input_files(str(photo))
+            page.get_by_text("I think it's a").wait_for()
+            page.locator(".kiosk-row").nth(4).wait_for()
+        else:
+            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(photo))
+            page.locator('[data-testid="stPlotlyChart"] .ytick text').nth(4).wait_for()
+        if page.locator("[data-testid=stException]").count():
+            raise AssertionError("the classify flow shows an exception element")
+        return time.monotonic() - start
+    finally:
+        context.close()
+
+
+def round_trip(browser, log: Path, env: dict[str, str], kiosk: bool, paths: tuple[str, ...] = FIRST_PATHS
+               ) -> dict:
+    """One fresh server: its first visits, a classify flow, its log; a report with every problem found."""
+    server = start_server(log, {**env, "DLGUIDE_KIOSK": "1" if kiosk else ""})
+    problems: list[str] = []
+    report: dict = {"kiosk": kiosk, "paths": list(paths)}
+    try:
+        visits = first_visits(browser, server, paths)
+        report["first_visit_s"] = round(max(v.seconds for v in visits), 1)
+        problems += visit_problems(visits, kiosk)
+        if not problems:  # a broken first visit fails the round now, not after the flow's timeouts
+            report["classify_s"] = round(classify_flow(browser, server, kiosk), 1)
+    except Exception as exc:  # reported, not raised: the soak counts failures
+        problems.append(f"{type(exc).__name__}: {exc}"[:3000])
+    finally:
+        server.stop()
+    problems += log_problems(server)
+    report["problems"] = problems
+    return report
+
+
+def launch_browser(pw):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    return pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+
+
+def weights_env(workdir: Path) -> dict[str, str]:
+    """TORCH_HOME's ImageNet file when there is one, else a stand-in Inception v3 of the same shape (offline)."""
+    from dlguide_core.models import imagenet_weights_path, standin_imagenet_state
+
+    if imagenet_weights_path().is_file():
+        return {}
+    import torch
+
+    path = workdir / "torch_home" / "hub" / "checkpoints" / imagenet_weights_path().name
+    path.parent.mkdir(parents=True)
+    torch.save(standin_imagenet_state(), path)
+    return {"TORCH_HOME": str(workdir / "torch_home")}
+
+
+def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    reports = []
+    with sync_playwright() as pw:
+        browser = launch_browser(pw)
+        for i in range(servers):
+            kiosk = i % 2 == 1
+            home = workdir / f"home{i}"  # a fresh DLGUIDE_HOME: nothing exported or cached from a previous round
+            report = round_trip(browser, workdir / f"server{i}.log", {**env, "DLGUIDE_HOME": str(home)}, kiosk)
+            print(json.dumps(report), flush=True)
+            reports.append(report)
+        browser.close()
+    return reports
+
+
+def booth_load(env: dict[str, str], workdir: Path, rounds: int) -> dict:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_kiosk_load import run_load
+
+    server = start_server(workdir / "booth.log", {**env, "DLGUIDE_KIOSK": "1", "MALLOC_ARENA_MAX": "2",
+                                                  "DLGUIDE_HOME": str(workdir / "booth_home")})
+    try:
+        wait_healthy(server)
+        report = run_load(server.url, server.proc.pid, sessions=10, rounds=rounds,
+                          single_rounds=5)
+    finally:
+        server.stop()
+    report["errors"] = report["errors"][:10] + log_problems(server)
+    report["malloc_arena_max"] = "2"  # the server's, as `make kiosk` sets it (run_load reads this process's)
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=20)
+    parser.add_argument("--booth-rounds", type=int, default=20, help="rounds of the 10-visitor booth load (0: skip)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"DLGUIDE_OFFLINE": os.environ.get("DLGUIDE_OFFLINE", "1"), **weights_env(Path(tmp))}
+        start = time.monotonic()
+        reports = soak(args.servers, env, Path(tmp))
+        failed = [r for r in reports if r["problems"]]
+        summary = {"servers": len(reports), "failed": len(failed), "soak_s": round(time.monotonic() - start),
+                   "first_visit_s_max": max(r.get("first_visit_s", 0) for r in reports),
+                   "classify_s_max": max(r.get("classify_s", 0) for r in reports)}
+        if args.booth_rounds:
+            summary["booth_load"] = booth_load(env, Path(tmp), args.booth_rounds)
+    print(json.dumps(summary, indent=2))
+    booth_errors = summary.get("booth_load", {}).get("errors", [])
+    return 0 if not failed and not booth_errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -342,7 +343,8 @@ def fit(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> RunRes
 def run_recipe(cfg: TrainConfig, ctx: RunContext) -> RunResult:
     """The registry entry point of the PyTorch recipes."""
     run = build_run(cfg, ctx.recipe, ctx.job_id, ctx.slot, ctx.dist)
-    print(f"training on {run.device} ({device_name(run.device)})", flush=True)  # the job's log says where it ran
+    # The job log (stdout and stderr) says where it ran; stderr keeps `train --json` output pure JSON.
+    print(f"training on {run.device} ({device_name(run.device)})", file=sys.stderr, flush=True)
     if ctx.resume and ctx.checkpoint_path.is_file():
         restore_run(run, ctx.checkpoint_path)
     return fit(run, ctx.sink, ctx.checkpoint_path)

@@ -59,3 +59,27 @@ def test_a_short_evaluation_stays_inline(tmp_path, monkeypatch) -> None:
     at.button(key="train_eval_run").click().run()
     assert not at.exception and _shows_result(at)
     assert [j.recipe for j in store.list_jobs()] == ["cifar_net"]
+
+
+@pytest.mark.slow
+def test_classify_runs_a_long_evaluation_of_a_checkpoint_as_a_job(tmp_path, monkeypatch) -> None:
+    data = write_toy_dataset(tmp_path / "roots" / "toy", classes=3, per_class=1, val_per_class=3)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    monkeypatch.setenv("DLGUIDE_EVAL_INLINE_MAX", "4")
+    store = JobStore()
+    checkpoint = store.get(finished_job(store, data, 0.01, 40.0)).checkpoint
+    other = store.get(finished_job(store, data, 0.1, 50.0)).checkpoint
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value(checkpoint).run()
+    at.button(key="classify_eval_run").click().run()
+    assert not at.exception, at.exception
+    evaluation = next(j for j in store.list_jobs() if j.recipe == EVALUATE_RECIPE)
+    assert evaluation.config["weights"] == checkpoint and evaluation.config["split"] == "val"
+    deadline = time.monotonic() + 120
+    while store.get(evaluation.id).status in ACTIVE:
+        assert time.monotonic() < deadline, evaluation.log_path.read_text()
+        time.sleep(0.3)
+    at.run()
+    assert not at.exception and _shows_result(at)
+    at.selectbox(key="classify_weights").set_value(other).run()  # other weights: not this job's result
+    assert not at.exception and at.button(key="classify_eval_run") and not _shows_result(at)

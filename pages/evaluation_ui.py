@@ -188,7 +188,10 @@ def show_job(job_id: str, key: str) -> None:
 @st.fragment(run_every=1)
 def job_progress(job_id: str, key: str) -> None:
     store = _store()
-    job = store.get(job_id)  # marks a dead process interrupted
+    try:
+        job = store.get(job_id)  # marks a dead process interrupted
+    except DlguideError:  # deleted meanwhile (Train's job table)
+        st.rerun()
     if job.status not in jobs.ACTIVE:
         st.rerun()  # the whole page: show_job now draws the result
     if job.status == "queued":

@@ -20,7 +20,7 @@ from dataclasses import replace
 from dlguide_core import distributed
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import Job, JobStore, StoreSink, dispatch
-from dlguide_core.recipes import RunContext, RunResult, get_recipe, process_slot
+from dlguide_core.recipes import RunContext, RunResult, get_recipe, is_training, process_slot
 from dlguide_core.sinks import ConsoleSink, TeeSink, TrainingSink
 from dlguide_core.tensorboard_export import TensorBoardSink
 
@@ -63,11 +63,12 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
     """Run a claimed (running) job in this process to its final status; returns that status."""
     job = store.get(job_id, refresh=False)
     sink = StoreSink(store.path, job_id)
-    tensorboard = TensorBoardSink(store.path, job_id)  # after the store: see its on_start
+    # After the store (see its on_start); an evaluation job has no curves to keep there.
+    tensorboard = TensorBoardSink(store.path, job_id) if is_training(job.recipe) else None
     status, error = "failed", None
     try:
         with _stop_on_signals(sink):
-            result = _run(job, TeeSink(sink, tensorboard, *([extra_sink] if extra_sink else [])))
+            result = _run(job, TeeSink(*(s for s in (sink, tensorboard, extra_sink) if s is not None)))
         status, error = _final_status(result, sink)
     except DlguideError as exc:
         error = str(exc)
@@ -75,7 +76,8 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
         traceback.print_exc()
         error = f"{type(exc).__name__}: {exc}"
     finally:
-        tensorboard.close()
+        if tensorboard:
+            tensorboard.close()
         sink.close()
         store.finish(job_id, status, error)
     if error:

@@ -581,7 +581,8 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> 
     if found.framework == "pytorch":
         from dlguide_core import distributed
 
-        distributed.check_devices(config.device, config.sync_batchnorm)  # before it is queued, not when it runs
+        # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
+        distributed.check_devices(config.device, getattr(config, "sync_batchnorm", False))
     job = store.create(recipe, found.framework, asdict(config))
     if start:
         dispatch(store)

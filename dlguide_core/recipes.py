@@ -26,8 +26,9 @@ from typing import Any, Literal
 from dlguide_core.errors import DlguideError
 from dlguide_core.sinks import TrainingSink
 
-# Modules that register more recipes when imported (issue 5 adds "dlguide_core.tf_recipes").
-RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.tf_recipes",)
+# Modules that register more recipes when imported (issue 5 adds "dlguide_core.tf_recipes"; issue 13 the
+# `evaluate` job kind, a job of the store that is not training: see Recipe.kind).
+RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.tf_recipes", "dlguide_core.evaluation_job")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
 AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
@@ -187,6 +188,7 @@ class Recipe:
     entry: str  # "package.module:function", imported lazily
     summary: str
     arch: str | None = None  # the dlguide_core.models architecture, for PyTorch recipes
+    kind: str = "train"  # "train", or "evaluate" (issue 13): no curves, checkpoint nor TensorBoard files
 
     def run_function(self) -> Callable[[Any, RunContext], RunResult]:
         module, _, func = self.entry.partition(":")
@@ -215,8 +217,8 @@ def register(recipe: Recipe) -> Recipe:
     return recipe
 
 
-def recipes() -> dict[str, Recipe]:
-    """Every registered recipe (extra modules imported on first call; a failing one is skipped)."""
+def _all_recipes() -> dict[str, Recipe]:
+    """Every registered job kind (extra modules imported on first call; a failing one is skipped)."""
     for module in RECIPE_MODULES:
         if module not in _loaded_modules:
             _loaded_modules.add(module)
@@ -227,13 +229,26 @@ def recipes() -> dict[str, Recipe]:
     return dict(_REGISTRY)
 
 
+def recipes() -> dict[str, Recipe]:
+    """Every registered training recipe (what `train --recipe` and the Train form offer)."""
+    return {name: r for name, r in _all_recipes().items() if r.kind == "train"}
+
+
 def get_recipe(name: str) -> Recipe:
-    found = recipes()
+    """A training recipe or another job kind (`evaluate`) by name."""
+    found = _all_recipes()
     if name in TENSORFLOW_RECIPES and name not in found:
         raise ConfigError(_tensorflow_reason(name))
     if name not in found:
-        raise ConfigError(f"unknown recipe {name!r}; choose one of {', '.join(found)}")
+        raise ConfigError(f"unknown recipe {name!r}; choose one of {', '.join(recipes())}")
     return found[name]
+
+
+def is_training(recipe: str) -> bool:
+    """Whether a job of `recipe` trains (has curves, a checkpoint, TensorBoard files); an unknown
+    name (a recipe of a framework not installed here) counts as training."""
+    found = _all_recipes().get(recipe)
+    return found is None or found.kind == "train"
 
 
 def _tensorflow_reason(name: str) -> str:

@@ -21,7 +21,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.jobs import STEP_EXTRAS, JobStore, job_dir
+from dlguide_core.jobs import STEP_EXTRAS, JobError, JobStore, job_dir
+from dlguide_core.recipes import is_training
 from dlguide_core.sinks import NullSink
 
 FOLDER = "tensorboard"  # inside each job folder
@@ -75,7 +76,9 @@ def write_epoch(writer, epoch: int, metrics: dict[str, Any], wall_time: float | 
 
 def export_job(store: JobStore, job_id: str, logdir: Path) -> Path:
     """Write a job's stored metrics into `logdir` (its old event files replaced); returns logdir."""
-    store.get(job_id, refresh=False)  # an unknown id fails before anything is written
+    job = store.get(job_id, refresh=False)  # an unknown id fails before anything is written
+    if not is_training(job.recipe):
+        raise JobError(f"job {job_id} is an {job.recipe} job: it has no training curves to export")
     remove_event_files(logdir)
     writer = open_writer(logdir)
     try:

@@ -2,7 +2,8 @@
 
 Not a routed page. Streamlit glue only: the loop and the metrics live in dlguide_core.evaluation;
 the figures are built from the result's JSON (the `evaluate --json` contract), so what the page
-draws is exactly what the CLI prints and the download holds.
+draws is exactly what the CLI prints and the download holds. A long evaluation (evaluation_job.is_long)
+runs as a job of the store, polled in a fragment; its stored JSON is found again after a reload.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dlguide_core import datasets, settings
+from dlguide_core import datasets, jobs, settings
 from dlguide_core.errors import DlguideError
+from dlguide_core.evaluation_job import EVALUATE_RECIPE, EvaluateConfig, inline_max, is_long, latest_job, stored_result
 from dlguide_core.result_files import confusion_csv, evaluation_json
-from pages.common import get_model
+from pages.common import get_model, job_store
 
 MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
 
@@ -120,17 +122,86 @@ def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> N
     split = c2.selectbox("Split", _splits(info) or ["val"], key=f"{key}_split")
     limit = c3.number_input("Images (0 = all)", 0, 1_000_000, 0, step=100, key=f"{key}_limit")
     if st.button("Evaluate", key=f"{key}_run", type="primary"):
-        bar = st.progress(0.0, text="Evaluating…")
-        try:
-            from dlguide_core.evaluation import evaluate_model
-
-            result = evaluate_model(get_model(weights), info.path, split=split, limit=limit or None,
-                                    progress=lambda done, total: bar.progress(done / total,
-                                                                              text=f"Evaluating {done}/{total}"))
-            st.session_state[f"{key}_result"] = (weights, result.to_json())
-        except DlguideError as exc:
-            st.error(str(exc), icon=":material/block:")
-        bar.empty()
+        st.session_state.pop(f"{key}_result", None)
+        st.session_state.pop(f"{key}_evaluation_job", None)
+        if is_long(info.path, split, limit or None):
+            _submit(weights, info.path, split, limit or None, key)
+        else:
+            _evaluate_inline(weights, info.path, split, limit or None, key)
     source, shown = st.session_state.get(f"{key}_result") or (None, None)
     if shown is not None and source == weights:  # another model picked since: its result is not this one's
         show_evaluation(shown, key)
+        return
+    source, job_id = st.session_state.get(f"{key}_evaluation_job") or (None, None)
+    if source != weights:  # a new session (reload, another tab): the newest job of these weights, if any
+        job = latest_job(_store(), weights) if (settings.home() / "jobs.db").is_file() else None
+        job_id = job.id if job else None
+    if job_id:
+        show_job(job_id, key)
+
+
+def _store() -> jobs.JobStore:
+    return job_store(str(settings.home() / "jobs.db"))
+
+
+def _evaluate_inline(weights: str, data: Path, split: str, limit: int | None, key: str) -> None:
+    bar = st.progress(0.0, text="Evaluating…")
+    try:
+        from dlguide_core.evaluation import evaluate_model
+
+        result = evaluate_model(get_model(weights), data, split=split, limit=limit,
+                                progress=lambda done, total: bar.progress(done / total,
+                                                                          text=f"Evaluating {done}/{total}"))
+        st.session_state[f"{key}_result"] = (weights, result.to_json())
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+    bar.empty()
+
+
+def _submit(weights: str, data: Path, split: str, limit: int | None, key: str) -> None:
+    """More than inline_max() images: a background job (it survives the tab), watched by show_job."""
+    try:
+        cfg = EvaluateConfig(weights=weights, data=str(data.resolve()), split=split, limit=limit)
+        job = jobs.submit(_store(), EVALUATE_RECIPE, cfg)
+        st.session_state[f"{key}_evaluation_job"] = (weights, job.id)
+        st.toast(f"More than {inline_max()} images: evaluating as job {job.id}")
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+
+
+def show_job(job_id: str, key: str) -> None:
+    """An evaluation job: its progress while it runs, then the same views from its stored JSON."""
+    try:
+        job = _store().get(job_id)
+    except DlguideError:  # deleted since
+        return
+    if job.status in jobs.ACTIVE:
+        job_progress(job_id, key)
+    elif (result := stored_result(job_id)) is not None:
+        st.caption(f"Evaluation job {job_id} ({job.status}).")
+        show_evaluation(result, key)
+    else:
+        st.warning(f"Evaluation job {job_id} {job.status}" + (f": {job.error}" if job.error else "."),
+                   icon=":material/block:")
+
+
+@st.fragment(run_every=1)
+def job_progress(job_id: str, key: str) -> None:
+    store = _store()
+    try:
+        job = store.get(job_id)  # marks a dead process interrupted
+    except DlguideError:  # deleted meanwhile (Train's job table)
+        st.rerun()
+    if job.status not in jobs.ACTIVE:
+        st.rerun()  # the whole page: show_job now draws the result
+    if job.status == "queued":
+        jobs.dispatch(store)  # nothing else may be polling the queue (Classify)
+        st.info(f"Evaluation job {job_id} queued: it starts when a running job frees its device.")
+        return
+    row = store.summary(job)
+    done, total = row["step"] or 0, row["total_steps"]
+    speed = f" · {row['images_per_s']:.1f} images/s" if row["images_per_s"] else ""
+    st.progress(done / total if total else 0.0, text=f"Evaluation job {job_id}: {done}/{total or '?'} images"
+                + speed + (f" · about {row['eta_s']:.0f} s left" if row["eta_s"] is not None else ""))
+    if st.button("Cancel evaluation", key=f"{key}_cancel_job"):
+        store.request_cancel(job_id)

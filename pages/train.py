@@ -16,7 +16,7 @@ from dlguide_core.diagnostics import training_warnings
 from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
 from dlguide_core.models import job_checkpoints
-from dlguide_core.recipes import AMP_DTYPE_FLAGS, recipes
+from dlguide_core.recipes import AMP_DTYPE_FLAGS, is_training, recipes
 from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
 from pages.evaluation_ui import evaluation_form
 from pages.runs_ui import comparison_table
@@ -300,8 +300,9 @@ def per_class_chart(job: jobs.Job) -> None:
 
 
 def view_controls(all_jobs: list) -> None:
-    ids = [j.id for j in all_jobs]
-    default = [j.id for j in all_jobs if j.status == "running"][:1] or ids[:1]
+    runs = [j for j in all_jobs if is_training(j.recipe)]  # evaluation jobs have no curves to overlay
+    ids = [j.id for j in runs]
+    default = [j.id for j in runs if j.status == "running"][:1] or ids[:1]
     c1, c2, c3 = st.columns([4, 2, 1], vertical_alignment="bottom")
     c1.multiselect("Runs to show (several overlay)", ids, default=default, key="train_view_jobs")
     c2.slider("Smoothing (EMA)", 0.0, 0.99, 0.6, 0.01, key="train_smoothing")

@@ -1,4 +1,7 @@
-"""`evaluate --weights {imagenet,PATH} --data DIR [--split val] [--batch-size B] [--limit N] [--json]`.
+"""`evaluate --weights {imagenet,PATH} --data DIR [--split val] [--batch-size B] [--limit N] [--json] [--detach]`.
+
+`--detach` queues it as a job of the store (dlguide_core.evaluation_job) and prints its id; `jobs show ID
+--json` then holds the same payload under `evaluation` once it finishes.
 
 torch is imported inside `run` only: `python -m dlguide_core --help` stays light.
 """
@@ -25,6 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="score N images spread evenly over the split (every class keeps its share)")
     p.add_argument("--device", default=None, help="torch device (default: best available)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--detach", action="store_true",
+                   help="queue it as a background job and return at once (result: `jobs show ID`)")
     p.set_defaults(func=run)
 
 
@@ -35,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.data).is_dir():
         print(f"error: {args.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
+    if args.detach:
+        return _detach(args)
     from dlguide_core.evaluation import EvaluationError, evaluate_model
     from dlguide_core.models import load_model
 
@@ -50,6 +57,27 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return EXIT_OK
     _print_text(data)
+    return EXIT_OK
+
+
+def _detach(args: argparse.Namespace) -> int:
+    from dlguide_core import jobs
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.evaluation_job import EVALUATE_RECIPE, EvaluateConfig
+
+    if not (Path(args.data) / args.split).is_dir():
+        print(f"error: {args.data} has no {args.split}/ folder of class folders", file=sys.stderr)
+        return EXIT_USAGE
+    weights = args.weights if args.weights == "imagenet" else str(Path(args.weights).expanduser().resolve())
+    try:  # paths made absolute: the job process runs elsewhere
+        cfg = EvaluateConfig(weights=weights, data=str(Path(args.data).resolve()), split=args.split,
+                             batch_size=args.batch_size, limit=args.limit, device=args.device or "auto")
+        job = jobs.submit(jobs.JobStore(), EVALUATE_RECIPE, cfg)
+    except DlguideError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
+          f"follow it with `python -m dlguide_core jobs show {job.id}`")
     return EXIT_OK
 
 

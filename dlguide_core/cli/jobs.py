@@ -12,6 +12,8 @@ from dlguide_core import jobs
 from dlguide_core.cli.train import run_foreground
 from dlguide_core.comparison import run_summary
 from dlguide_core.diagnostics import training_warnings
+from dlguide_core.evaluation_job import stored_result
+from dlguide_core.recipes import is_training
 from dlguide_core.tensorboard_export import export_job
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
@@ -42,12 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
     count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
-    a hint, when the losses show the run diverging (dlguide_core.diagnostics; the status is unchanged)."""
+    a hint, when the losses show the run diverging (dlguide_core.diagnostics; the status is unchanged);
+    an evaluation job adds `evaluation` (the `evaluate --json` payload, None until it succeeds)."""
     data = job.to_json()
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
     data["last_step"] = store.last_step(job.id)
     data["epochs"] = store.epochs(job.id)
     data["per_class_accuracy"] = store.per_class_accuracy(job.id)
+    if not is_training(job.recipe):  # an evaluation job (issue 13): its `evaluate --json` payload once finished
+        data["warnings"], data["evaluation"] = [], stored_result(job.id)
+        return data
     data["warnings"] = training_warnings(store.steps(job.id, extras=False)["loss"], data["epochs"], job.config)
     return data
 
@@ -93,6 +99,9 @@ def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))
     _print_per_class(data["per_class_accuracy"])
+    if result := data.get("evaluation"):
+        print(f"  {result['weights']} on {result['data']}/{result['split']}: {result['images']} images  "
+              f"top-1 {result['top1']:.2f} %  top-5 {result['top5']:.2f} %  loss {result['loss']:.4f}")
     for warning in data["warnings"]:
         print(f"  warning: {warning}")
     return 0

@@ -245,14 +245,16 @@ def sample_rss(server: psutil.Process, samples: list[int], done: threading.Event
         samples.append(server.memory_info().rss)
 
 
-def serve(port: int, env: dict[str, str]) -> subprocess.Popen:
+def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.Popen:
     sys.path.insert(0, str(ROOT))
     import serve  # the launcher: `make kiosk`'s command line, only the port and the environment differ
 
-    proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **env})
     deadline = time.monotonic() + 600  # the launcher prepares the booth (ONNX export) before opening the port
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the kiosk server exited with {proc.returncode} before opening its port")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
             return proc
@@ -267,18 +269,31 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--single-rounds", type=int, default=20)
+    parser.add_argument("--backend", default=None,
+                        help="DLGUIDE_KIOSK_BACKEND for the served booth (default: the environment's, else auto)")
     args = parser.parse_args()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_first_visit import weights_env  # TORCH_HOME's ImageNet file, else a stand-in of the same shape
+
     with tempfile.TemporaryDirectory() as home:
-        proc = serve(port, {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home})
-        try:
-            report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
-                              single_rounds=args.single_rounds)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1", **weights_env(Path(home))}
+        if args.backend:
+            env["DLGUIDE_KIOSK_BACKEND"] = args.backend
+        log_path = Path(home) / "server.log"
+        with log_path.open("wb") as log:
+            proc = serve(port, env, log=log)
+            try:
+                report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
+                                  single_rounds=args.single_rounds)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+        ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
+    # the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line names what served the visitors
+    report["booth"] = ready[0].split(": ", 1)[-1] if ready else "unknown (no 'booth ready' line in the log)"
     print(json.dumps({**report, "errors": report["errors"][:10]}, indent=2))
     return 0 if not report["errors"] else 1
 

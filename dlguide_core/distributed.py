@@ -5,8 +5,8 @@ environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 TORCHELASTIC_RESTART_COUNT...). This module turns that into a process group
 (NCCL on GPUs, which on ROCm builds is RCCL; Gloo on the CPU), a device per local
 rank, a DDP-wrapped model, a shard of every epoch per rank, and a sink wrapper
-through which only the writer rank reports. It also builds the torchrun command
-lines, for this machine and for the other machines of a multi-node run.
+through which only the writer rank reports. The torchrun command lines (for this
+machine and for the other machines of a multi-node run) are built by `launch`, which needs no torch.
 
 Meaning of the numbers: `batch_size` is per device, so the global batch is
 batch_size x world_size; the learning rate stays as set unless the linear scaling
@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import shlex
 import signal
 import sys
 from collections.abc import Iterator, Mapping
@@ -34,16 +33,11 @@ from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import gpu_index, process_slot, rdzv_endpoint_problem
+from dlguide_core.launch import DistributedError
+from dlguide_core.recipes import gpu_index, process_slot
 from dlguide_core.sinks import NullSink, TrainingSink
 
-RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
-MONITOR_INTERVAL_S = 0.5  # how often torchrun checks its workers: a dead rank is seen within this
 TIMEOUT_S = 600  # a collective that waits longer than this fails instead of hanging forever
-
-
-class DistributedError(DlguideError):
-    """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""
 
 
 # ------------------------------------------------------------------ where this process stands
@@ -193,18 +187,6 @@ def scaled_lr(lr: float, world_size: int, linear_scaling: bool) -> float:
     return lr * world_size if linear_scaling else lr
 
 
-def global_batch(batch_size: int, nproc_per_node: int = 1, nnodes: int = 1) -> int:
-    """Images per optimiser step over the whole run: `batch_size` is per device."""
-    return batch_size * nproc_per_node * nnodes
-
-
-def describe_batch(batch_size: int, nproc_per_node: int = 1, nnodes: int = 1) -> str:
-    """"global batch 64 (32 per device x 2 processes x 1 machine)", for the CLI and the Train page."""
-    return (f"global batch {global_batch(batch_size, nproc_per_node, nnodes)} ({batch_size} per device"
-            f" x {nproc_per_node} process{'es' if nproc_per_node != 1 else ''}"
-            f" x {nnodes} machine{'s' if nnodes != 1 else ''})")
-
-
 def check_devices(device: str, sync_batchnorm: bool) -> None:
     """Refuse up front what would only fail once the job runs: SyncBatchNorm without a GPU."""
     if sync_batchnorm and (device == "cpu" or (device == "auto" and not torch.cuda.is_available())):
@@ -324,89 +306,6 @@ class RankZeroSink(NullSink):
     def on_checkpoint(self, path: Any, **kwargs: Any) -> None:
         if self.env.is_writer:
             self.inner.on_checkpoint(path, **kwargs)
-
-
-# ------------------------------------------------------------------ launching
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """How many processes on how many machines; `node_rank` 0 is the machine with the job store."""
-
-    nproc_per_node: int = 1
-    nnodes: int = 1
-    node_rank: int = 0
-    rdzv_endpoint: str = ""
-    max_restarts: int = 0
-
-    def __post_init__(self) -> None:
-        if self.nproc_per_node < 1 or self.nnodes < 1:
-            raise DistributedError("--nproc-per-node and --nnodes must be at least 1")
-        if not 0 <= self.node_rank < self.nnodes:
-            raise DistributedError(f"--node-rank must be in 0..{self.nnodes - 1}")
-        if self.max_restarts < 0:
-            raise DistributedError("--max-restarts cannot be negative")
-        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
-            raise DistributedError(problem)
-
-    @property
-    def uses_torchrun(self) -> bool:
-        return self.nproc_per_node > 1 or self.nnodes > 1 or self.max_restarts > 0
-
-    @property
-    def world_size(self) -> int:
-        """The planned world size (torchrun's, if every machine runs nproc_per_node processes)."""
-        return self.nproc_per_node * self.nnodes
-
-
-def device_options() -> tuple[int, str]:
-    """(most processes for one machine, what each one drives): one per GPU PyTorch sees; without GPUs,
-    up to one Gloo process per CPU core (at least 2), for trying data-parallel training out."""
-    if torch.cuda.is_available():
-        return torch.cuda.device_count(), "GPU"
-    return max(os.cpu_count() or 1, 2), "CPU process"
-
-
-def torchrun_args(spec: LaunchSpec) -> list[str]:
-    """torchrun's own flags: standalone (a free local port) on one machine, c10d rendezvous across several."""
-    args = ["--nproc-per-node", str(spec.nproc_per_node), "--max-restarts", str(spec.max_restarts),
-            "--monitor-interval", str(MONITOR_INTERVAL_S)]
-    if spec.nnodes == 1:
-        return [*args, "--standalone"]
-    # No --node-rank: c10d numbers the machines itself (ours only says which machine holds the job).
-    return [*args, "--nnodes", str(spec.nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", spec.rdzv_endpoint,
-            "--rdzv-id", RDZV_ID]
-
-
-def torchrun_command(spec: LaunchSpec, job_id: str | None = None, data: str | None = None) -> list[str]:
-    """`python -m torch.distributed.run ... -m dlguide_core.job_runner JOB_ID` (torchrun, as this Python).
-
-    Machines other than node 0 have no job record: they run `job_runner --join DATA`
-    and receive the recipe and config from the writer rank.
-    """
-    entry = [job_id] if job_id else ["--join", data or ""]
-    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.job_runner",
-            *entry]
-
-
-def join_commands(spec: LaunchSpec, recipe: str, data: str = "/path/to/the/same/dataset") -> list[str]:
-    """The command to run on each other machine (node ranks 1..nnodes-1) of a multi-node run."""
-    commands = []
-    for node in range(1, spec.nnodes):
-        argv = ["python", "-m", "dlguide_core", "train", "--recipe", recipe, "--data", data,
-                "--nproc-per-node", str(spec.nproc_per_node), "--nnodes", str(spec.nnodes),
-                "--node-rank", str(node), "--rdzv-endpoint", spec.rdzv_endpoint]
-        if spec.max_restarts:
-            argv += ["--max-restarts", str(spec.max_restarts)]
-        commands.append(shlex.join(argv))
-    return commands
-
-
-def launch_spec_from_config(config: Mapping[str, Any]) -> LaunchSpec:
-    """The launch a stored job asks for (node 0's view; fields absent in old jobs mean one process)."""
-    return LaunchSpec(nproc_per_node=int(config.get("nproc_per_node", 1)), nnodes=int(config.get("nnodes", 1)),
-                      rdzv_endpoint=str(config.get("rdzv_endpoint", "")),
-                      max_restarts=int(config.get("max_restarts", 0)))
 
 
 # ------------------------------------------------------------------ the torchrun worker

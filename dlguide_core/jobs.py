@@ -651,11 +651,11 @@ def visible_devices_env(slot: int, need: int, env: dict[str, str]) -> dict[str, 
 def job_command(job: Job) -> list[str]:
     """The job process: the job runner, or torchrun's agent over N of them for a distributed job (issue 6)."""
     if job.framework == "pytorch":
-        from dlguide_core import distributed
+        from dlguide_core import launch  # torch-free: `jobs list` launches queued jobs without importing torch
 
-        spec = distributed.launch_spec_from_config(job.config)
+        spec = launch.launch_spec_from_config(job.config)
         if spec.uses_torchrun:
-            return distributed.torchrun_command(spec, job.id)
+            return launch.torchrun_command(spec, job.id)
     return [sys.executable, "-m", "dlguide_core.job_runner", job.id]
 
 

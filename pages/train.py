@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dlguide_core import datasets, distributed, jobs, settings
+from dlguide_core import datasets, jobs, launch, settings
 from dlguide_core.diagnostics import training_warnings
 from dlguide_core.errors import DlguideError
 from dlguide_core.metrics import downsample, stride
@@ -92,7 +92,7 @@ def pick_dataset() -> datasets.DatasetInfo | None:
 
 def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -> dict:
     """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
-    most, kind = distributed.device_options()
+    most, kind = launch.device_options()
     with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
         c1, c2, c3 = st.columns(3)
         values = {
@@ -110,7 +110,7 @@ def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -
                                                     placeholder="node0.example:29400", key=f"train_{name}_rdzv")
         batch = int(st.session_state.get(f"train_{name}_batch", default_batch))  # the form's last value
         st.caption(f"Batch size is per device: at batch size {batch}, "
-                   + distributed.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))
+                   + launch.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))
                    + ". The learning rate is used as set unless "
                    "the linear scaling rule is ticked." + ("" if kind == "GPU" else " Without GPUs, N processes "
                    "share this machine's cores through Gloo: a way to try it, not to go faster."))
@@ -121,13 +121,13 @@ def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -
 
 def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> None:
     try:
-        spec = distributed.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
+        spec = launch.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
                                       values["max_restarts"])
-    except distributed.DistributedError as exc:
+    except launch.DistributedError as exc:
         st.warning(str(exc))
         return
     st.markdown("Start the job here, then run this on each other machine (same dlguide and dataset path):")
-    st.code("\n".join(distributed.join_commands(spec, name, str(info.path))), language="bash")
+    st.code("\n".join(launch.join_commands(spec, name, str(info.path))), language="bash")
 
 
 def job_form(info: datasets.DatasetInfo) -> None:
@@ -139,7 +139,7 @@ def job_form(info: datasets.DatasetInfo) -> None:
         st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
         return
     d = recipe.config_cls()
-    launch = devices_section(name, info, d.batch_size)
+    processes = devices_section(name, info, d.batch_size)
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
@@ -164,11 +164,11 @@ def job_form(info: datasets.DatasetInfo) -> None:
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
     if submitted:
         values["max_steps"] = values["max_steps"] or None
-        values.update(launch)
+        values.update(processes)
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
             job = jobs.submit(store, name, cfg)
-            batch = distributed.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
+            batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
             st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
             st.error(str(exc), icon=":material/block:")

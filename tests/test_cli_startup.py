@@ -77,3 +77,19 @@ def test_the_parsers_choices_match_the_core() -> None:
     assert cli_bench.BACKENDS == tuple(backends.BACKENDS)
     assert (cli_bench.PRECISIONS, cli_bench.TARGETS) == (backends.PRECISIONS, backends.TARGETS)
     assert cli_export.EXPORTERS == export.EXPORTERS
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_jobs_list_launches_a_queued_job_without_importing_heavy_libraries(processes: int) -> None:
+    """With nothing running, `jobs list` starts the queue's next job (one process, or torchrun over N):
+    the listing process builds the command line without torch; the job itself imports what it needs."""
+    store = JobStore()
+    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1, nproc_per_node=processes)
+    queued = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    code, heavy = _loaded_by("jobs", "list", "--json")
+    assert code == 0 and heavy == []
+    deadline = time.monotonic() + 240
+    while (job := store.get(queued.id)).status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert job.status == "failed" and job.pid is not None, job  # launched, then failed on the missing folder
+    store.close()

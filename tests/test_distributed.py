@@ -18,6 +18,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from dlguide_core import distributed as D
+from dlguide_core import launch as L
 from dlguide_core.checkpoints import load_checkpoint
 from dlguide_core.datasets import load_data, write_toy_dataset
 from dlguide_core.jobs import JobStore
@@ -85,9 +86,9 @@ def test_one_seeded_epoch_shuffle_serves_both_samplers() -> None:
 def test_steps_lr_and_batch_arithmetic() -> None:
     assert D.steps_per_epoch(100, 8, 1) == 13 and D.steps_per_epoch(100, 8, 2) == 7
     assert D.scaled_lr(0.1, 8, False) == 0.1 and D.scaled_lr(0.1, 8, True) == pytest.approx(0.8)
-    assert D.global_batch(32, 8) == 256 and D.global_batch(32, 8, 2) == 512
-    assert D.describe_batch(32, 8, 2) == "global batch 512 (32 per device x 8 processes x 2 machines)"
-    assert D.describe_batch(4) == "global batch 4 (4 per device x 1 process x 1 machine)"
+    assert L.global_batch(32, 8) == 256 and L.global_batch(32, 8, 2) == 512
+    assert L.describe_batch(32, 8, 2) == "global batch 512 (32 per device x 8 processes x 2 machines)"
+    assert L.describe_batch(4) == "global batch 4 (4 per device x 1 process x 1 machine)"
 
 
 def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
@@ -103,21 +104,21 @@ def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
 
 
 def test_launch_commands_single_and_multi_node() -> None:
-    local = D.LaunchSpec(nproc_per_node=2, max_restarts=1)
-    cmd = D.torchrun_command(local, "job-1")
+    local = L.LaunchSpec(nproc_per_node=2, max_restarts=1)
+    cmd = L.torchrun_command(local, "job-1")
     assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.job_runner",
                                                                                        "job-1"]
     assert "--standalone" in cmd and cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "1"
-    multi = D.LaunchSpec(nproc_per_node=8, nnodes=2, rdzv_endpoint="node0:29400")
-    cmd = D.torchrun_command(multi, "job-1")
+    multi = L.LaunchSpec(nproc_per_node=8, nnodes=2, rdzv_endpoint="node0:29400")
+    cmd = L.torchrun_command(multi, "job-1")
     assert "--standalone" not in cmd and cmd[cmd.index("--rdzv-endpoint") + 1] == "node0:29400"
     assert cmd[cmd.index("--rdzv-backend") + 1] == "c10d" and cmd[cmd.index("--nnodes") + 1] == "2"
-    assert D.torchrun_command(D.LaunchSpec(2, 2, 1, "node0:29400"), data="/d")[-2:] == ["--join", "/d"]
-    assert D.join_commands(multi, "inception_v3", "/data/tiny") == [
+    assert L.torchrun_command(L.LaunchSpec(2, 2, 1, "node0:29400"), data="/d")[-2:] == ["--join", "/d"]
+    assert L.join_commands(multi, "inception_v3", "/data/tiny") == [
         "python -m dlguide_core train --recipe inception_v3 --data /data/tiny --nproc-per-node 8 --nnodes 2 "
         "--node-rank 1 --rdzv-endpoint node0:29400"]
-    assert not D.LaunchSpec().uses_torchrun and D.LaunchSpec(max_restarts=2).uses_torchrun
+    assert not L.LaunchSpec().uses_torchrun and L.LaunchSpec(max_restarts=2).uses_torchrun
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -126,7 +127,7 @@ def test_launch_commands_single_and_multi_node() -> None:
     ({"max_restarts": -1}, "negative")])
 def test_launch_spec_refuses_what_cannot_work(fields: dict, message: str) -> None:
     with pytest.raises(D.DistributedError, match=message):
-        D.LaunchSpec(**fields)
+        L.LaunchSpec(**fields)
 
 
 def test_rank_zero_sink_alone_passes_everything_through() -> None:
@@ -344,7 +345,7 @@ def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path
     at = open_app("pages/train.py")
     at.selectbox(key="train_recipe").select("cifar_net").run()
     devices = at.number_input(key="train_cifar_net_nproc")
-    assert devices.max == D.device_options()[0] >= 2 and devices.value == 1
+    assert devices.max == L.device_options()[0] >= 2 and devices.value == 1
     devices.set_value(2).run()
     at.toggle(key="train_cifar_net_multinode").set_value(True).run()
     assert any("HOST:PORT" in w.value for w in at.warning)  # no endpoint yet: says what is missing

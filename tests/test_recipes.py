@@ -99,14 +99,14 @@ def test_a_bad_rendezvous_endpoint_is_refused_when_the_job_is_made(endpoint: str
     """One rule (HOST:PORT) at submit: what passed here used to fail only at launch, leaving a job `running`."""
     with pytest.raises(ConfigError, match="HOST:PORT"):
         get_recipe("cifar_net").make_config(data="/d", nnodes=2, rdzv_endpoint=endpoint)
-    from dlguide_core.distributed import DistributedError, LaunchSpec
+    from dlguide_core.launch import DistributedError, LaunchSpec
 
     with pytest.raises(DistributedError, match="HOST:PORT"):
         LaunchSpec(nnodes=2, rdzv_endpoint=endpoint)
 
 
 def test_a_good_rendezvous_endpoint_passes_both_checks() -> None:
-    from dlguide_core.distributed import LaunchSpec
+    from dlguide_core.launch import LaunchSpec
 
     for endpoint in ("node0.example:29400", "10.0.0.1:1", "[fe80::1]:29400"):
         assert get_recipe("cifar_net").make_config(data="/d", nnodes=2, rdzv_endpoint=endpoint).nnodes == 2

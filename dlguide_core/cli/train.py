@@ -83,17 +83,17 @@ def build_config(args: argparse.Namespace):
 
 def join_run(args: argparse.Namespace) -> int:
     """Node rank > 0 of a multi-node run: torchrun here, the job and its config live on node 0."""
-    from dlguide_core import distributed
+    from dlguide_core import launch
 
     try:
-        spec = distributed.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
-                                      args.rdzv_endpoint or "", args.max_restarts or 0)
-    except distributed.DistributedError as exc:
+        spec = launch.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
+                                 args.rdzv_endpoint or "", args.max_restarts or 0)
+    except launch.DistributedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     data = str(dataset_path(args.data))
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
-    return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(distributed.torchrun_command(spec, data=data))) == 0 \
+    return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(launch.torchrun_command(spec, data=data))) == 0 \
         else EXIT_FAILED
 
 
@@ -135,16 +135,16 @@ def run(args: argparse.Namespace) -> int:
 
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
-    from dlguide_core import distributed
     from dlguide_core.job_runner import run_job
+    from dlguide_core.launch import describe_batch
 
     store.claim(job_id, os.getpid())
     job = store.get(job_id, refresh=False)
     print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)
     if "batch_size" in job.config:
-        print(f"job {job_id}: " + distributed.describe_batch(int(job.config["batch_size"]),
-                                                            int(job.config.get("nproc_per_node", 1)),
-                                                            int(job.config.get("nnodes", 1))), file=sys.stderr)
+        batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),
+                               int(job.config.get("nnodes", 1)))
+        print(f"job {job_id}: {batch}", file=sys.stderr)
     command = jobs.job_command(job)
     if command[2] == "torch.distributed.run":
         status = _run_torchrun(store, job_id, command)

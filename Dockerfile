@@ -28,7 +28,7 @@ RUN apt-get update \
     && python -c "import migraphx, onnxruntime as o; assert 'MIGraphXExecutionProvider' in o.get_available_providers()"
 COPY . .
 # Fetch the ImageNet weights at build time (checksum-verified) so the container classifies offline.
-RUN python -c "from dlguide_core.models import fetch_imagenet_weights as f; print(f())" \
+RUN python -c "from dlguide_core.vision.models import fetch_imagenet_weights as f; print(f())" \
     && mkdir -p /data/dlguide /data/datasets
 
 EXPOSE 8501

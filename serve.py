@@ -49,7 +49,7 @@ def say(message: str) -> None:
 def booth_weights() -> str:
     """The booth's weights: ImageNet when cached or downloadable now, else the untrained model (the page says so)."""
     from dlguide_core.errors import WeightsUnavailable
-    from dlguide_core.models import fetch_imagenet_weights, imagenet_weights_path
+    from dlguide_core.vision.models import fetch_imagenet_weights, imagenet_weights_path
 
     if imagenet_weights_path().is_file():
         return "imagenet"

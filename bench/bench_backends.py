@@ -27,10 +27,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dlguide_core.backends import BackendOptions, agreement, prepare_backend, sample_batch  # noqa: E402
-from dlguide_core.benchmark import time_runs  # noqa: E402
 from dlguide_core.errors import DlguideError  # noqa: E402
-from dlguide_core.models import load_model  # noqa: E402
+from dlguide_core.inference.backends import BackendOptions, agreement, prepare_backend, sample_batch  # noqa: E402
+from dlguide_core.inference.benchmark import time_runs  # noqa: E402
+from dlguide_core.vision.models import load_model  # noqa: E402
 
 
 def measure(backends: dict, batch: torch.Tensor, rounds: int, iters: int) -> dict[str, list[float]]:
@@ -45,7 +45,7 @@ def measure(backends: dict, batch: torch.Tensor, rounds: int, iters: int) -> dic
 def standin_weights() -> str:
     """imagenet when cached, else a TORCH_HOME holding the stand-in weights (a real softmax spread,
     so int8 agreement means something; latency does not depend on the values). Returns a label."""
-    from dlguide_core.models import imagenet_weights_path, standin_imagenet_state
+    from dlguide_core.vision.models import imagenet_weights_path, standin_imagenet_state
 
     if imagenet_weights_path().is_file():
         return "ImageNet weights"
@@ -58,8 +58,8 @@ def standin_weights() -> str:
 
 def holdout_agreement(paths: dict, loaded, folder: Path, limit: int = 64) -> dict[str, dict[str, float]]:
     """Agreement with the guide's eager path on images the int8 calibration never saw."""
-    from dlguide_core.images import load_image
-    from dlguide_core.presets import preprocess
+    from dlguide_core.vision.images import load_image
+    from dlguide_core.vision.presets import preprocess
 
     files = sorted(folder.glob("*.JPEG"))[:limit]
     batch = preprocess([load_image(f) for f in files], loaded.preset)
@@ -84,7 +84,7 @@ class GuideEager:
 def migraphx_paths(loaded, size: int, precisions: list[str], notes: list[str]) -> dict:
     """MIGraphX compiled for `size` at each precision (compile timed), then prepared again from the saved
     .mxr (load timed): the second start is what is benchmarked. Empty where MIGraphX does not load."""
-    from dlguide_core.backends import MigraphxBackend
+    from dlguide_core.inference.backends import MigraphxBackend
 
     out = {}
     for precision in precisions:

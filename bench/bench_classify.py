@@ -25,9 +25,9 @@ from torchvision import transforms
 from torchvision.models import inception_v3
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlguide_core.classify import classify_images  # noqa: E402
-from dlguide_core.images import load_image  # noqa: E402
-from dlguide_core.models import imagenet_weights_path, load_model  # noqa: E402
+from dlguide_core.vision.classify import classify_images  # noqa: E402
+from dlguide_core.vision.images import load_image  # noqa: E402
+from dlguide_core.vision.models import imagenet_weights_path, load_model  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "dlguide_core" / "samples" / "chelsea.jpg"
 

@@ -27,7 +27,7 @@ def make_store(home: Path) -> str:
     """A finished job with steps and epochs, written by this checkout's store."""
     os.environ["DLGUIDE_HOME"] = str(home)
     sys.path.insert(0, str(ROOT))
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs.store import JobStore
 
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {"epochs": 2, "batch_size": 4, "lr": 0.001})

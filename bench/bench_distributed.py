@@ -1,7 +1,7 @@
 """Data-parallel scaling here: 1 vs 2 Gloo processes training the guide's models on the CPU.
 
 Each configuration is a fresh process group (torch.multiprocessing spawn, Gloo,
-dlguide_core.distributed's DDP wrapping) training on synthetic batches, so only the
+dlguide_core.training.distributed's DDP wrapping) training on synthetic batches, so only the
 compute and the gradient all-reduce are timed (no data loading). The per-device
 batch stays fixed, as in the Ascend figures (weak scaling): the global batch grows
 with the processes. Configurations are interleaved over rounds; medians are reported.
@@ -27,8 +27,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlguide_core import distributed as D  # noqa: E402
-from dlguide_core.models import build_model, drop_aux_head  # noqa: E402
+from dlguide_core.training import distributed as D  # noqa: E402
+from dlguide_core.vision.models import build_model, drop_aux_head  # noqa: E402
 
 # (processes, torch threads per process): 1x1 and 2x1 use the same cores per process;
 # 1x2 is what one process makes of both cores without DDP.

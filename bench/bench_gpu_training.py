@@ -35,11 +35,11 @@ from PIL import Image  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from dlguide_core.datasets import load_data  # noqa: E402
-from dlguide_core.models import build_model, drop_aux_head  # noqa: E402
-from dlguide_core.recipes import get_recipe  # noqa: E402
-from dlguide_core.sinks import NullSink  # noqa: E402
-from dlguide_core.training import EpochSampler, build_run, device_name, fit  # noqa: E402
+from dlguide_core.data.datasets import load_data  # noqa: E402
+from dlguide_core.training.loop import EpochSampler, build_run, device_name, fit  # noqa: E402
+from dlguide_core.training.recipes import get_recipe  # noqa: E402
+from dlguide_core.training.sinks import NullSink  # noqa: E402
+from dlguide_core.vision.models import build_model, drop_aux_head  # noqa: E402
 
 CLASSES, SIZE = 200, 299
 ASCEND = {"Ascend 910 (Ascend ModelZoo)": 942.0, "V100 (Ascend ModelZoo)": 770.0}  # Inception v3 training img/s

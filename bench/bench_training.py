@@ -23,11 +23,11 @@ os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
 
 import torch  # noqa: E402
 
-from dlguide_core import jobs  # noqa: E402
-from dlguide_core.datasets import write_toy_dataset  # noqa: E402
-from dlguide_core.recipes import get_recipe  # noqa: E402
-from dlguide_core.sinks import NullSink  # noqa: E402
-from dlguide_core.training import build_run, fit  # noqa: E402
+from dlguide_core.data.datasets import write_toy_dataset  # noqa: E402
+from dlguide_core.jobs import store as jobs  # noqa: E402
+from dlguide_core.training.loop import build_run, fit  # noqa: E402
+from dlguide_core.training.recipes import get_recipe  # noqa: E402
+from dlguide_core.training.sinks import NullSink  # noqa: E402
 
 
 class AlternatingSink(NullSink):
@@ -99,7 +99,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
 
 READER = """
 import sys, time
-from dlguide_core.jobs import JobStore
+from dlguide_core.jobs.store import JobStore
 store, job_id, count = JobStore(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 seen, lags = 0, []
 print("ready", flush=True)

@@ -15,11 +15,11 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from dlguide_core.datasets import load_data
-from dlguide_core.models import CifarNet
-from dlguide_core.recipes import get_recipe
-from dlguide_core.sinks import NullSink
-from dlguide_core.training import build_run, fit
+from dlguide_core.data.datasets import load_data
+from dlguide_core.training.loop import build_run, fit
+from dlguide_core.training.recipes import get_recipe
+from dlguide_core.training.sinks import NullSink
+from dlguide_core.vision.models import CifarNet
 
 EPOCHS, WORKERS, BATCH = 2, 2, 4
 

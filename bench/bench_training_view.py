@@ -16,8 +16,8 @@ import statistics
 import tempfile
 import time
 
-from dlguide_core.jobs import JobStore
-from dlguide_core.metrics import downsample, stride
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.metrics import downsample, stride
 from pages.common import curve_figure, training_loss_figure
 
 

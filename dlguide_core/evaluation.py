@@ -22,12 +22,12 @@ import torch
 from torch.utils.data import DataLoader, Subset
 from torchvision.datasets import ImageFolder
 
-from dlguide_core.classify import predict_logits
-from dlguide_core.datasets import readable_names
+from dlguide_core.data.datasets import readable_names
 from dlguide_core.errors import DlguideError
-from dlguide_core.models import LoadedModel, imagenet_class_names
-from dlguide_core.presets import eval_transform
-from dlguide_core.result_files import confusion_csv
+from dlguide_core.vision.classify import predict_logits
+from dlguide_core.vision.models import LoadedModel, imagenet_class_names
+from dlguide_core.vision.presets import eval_transform
+from dlguide_core.vision.result_files import confusion_csv
 
 WNIDS_FILE = Path(__file__).with_name("data") / "imagenet_wnids.txt"
 MISTAKES_KEPT = 16

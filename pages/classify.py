@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from dlguide_core.backends import backend_model
-from dlguide_core.classify import classify_sources
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
-from dlguide_core.images import UPLOAD_TYPES
-from dlguide_core.result_files import results_csv, results_json
-from dlguide_core.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
+from dlguide_core.inference.backends import backend_model
+from dlguide_core.vision.classify import classify_sources
+from dlguide_core.vision.images import UPLOAD_TYPES
+from dlguide_core.vision.result_files import results_csv, results_json
+from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from pages.common import (
     backend_selectbox,
     get_backend,

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core import devices
-from dlguide_core.classify import ImageResult
-from dlguide_core.models import LoadedModel, load_model
+from dlguide_core.vision.classify import ImageResult
+from dlguide_core.vision.models import LoadedModel, load_model
 
 
 @st.cache_data(ttl=300, show_spinner=False)
@@ -62,7 +62,7 @@ WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, 
 
 def weights_selectbox(key: str, label: str = "Weights", default: str | None = None) -> str:
     """ImageNet, untrained, then each job checkpoint found; `default` is preselected when it is listed."""
-    from dlguide_core.models import available_weights
+    from dlguide_core.vision.models import available_weights
 
     options = available_weights()
     return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key,
@@ -73,7 +73,12 @@ def require_weights(weights: str, key_prefix: str, hint: str) -> None:
     """Stop the page when the ImageNet weights are not cached: say where they go and offer a download
     button (`{key_prefix}_download_weights`) with a progress bar. Never downloads on a plain rerun."""
     from dlguide_core.errors import WeightsUnavailable
-    from dlguide_core.models import IMAGENET_FILENAME, IMAGENET_WEIGHTS, fetch_imagenet_weights, imagenet_weights_path
+    from dlguide_core.vision.models import (
+        IMAGENET_FILENAME,
+        IMAGENET_WEIGHTS,
+        fetch_imagenet_weights,
+        imagenet_weights_path,
+    )
 
     if weights != "imagenet" or imagenet_weights_path().is_file():
         return
@@ -143,21 +148,21 @@ def show_result(result: ImageResult, image, key: str) -> None:
 
 @st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
 def _cached_kiosk_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
-    from dlguide_core.kiosk import fastest_runner
+    from dlguide_core.booth import fastest_runner
 
     return fastest_runner(_loaded)
 
 
 def kiosk_runner(loaded: LoadedModel):
     """The booth's predictor for `loaded`: the fastest available backend, prepared once per model."""
-    from dlguide_core.kiosk import backend_choice
+    from dlguide_core.booth import backend_choice
 
     return _cached_kiosk_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
 
 
 @st.cache_resource(show_spinner="Classifying the sample photos…", max_entries=8)
 def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel, _runner) -> list:
-    from dlguide_core.kiosk import attract_items as compute
+    from dlguide_core.booth import attract_items as compute
 
     return compute(_loaded, _runner)
 
@@ -169,7 +174,7 @@ def attract_items(loaded: LoadedModel, runner) -> list:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _cached_job_store(path: str):
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs.store import JobStore
 
     return JobStore(path)
 
@@ -212,7 +217,7 @@ def forget_uploaded_files(files: list) -> None:
 @st.cache_resource(show_spinner=False)
 def job_store(db_path: str):
     """One JobStore connection per database file (it locks internally; never mutated after caching)."""
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs.store import JobStore
 
     return JobStore(db_path)
 
@@ -245,7 +250,7 @@ def _flat_value(series: dict[str, tuple]) -> float | None:
 def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, log_y: bool = False,
                 max_points: int = 2000) -> go.Figure:
     """Per-step loss of each run: raw (faint, min/max-downsampled) and EMA-smoothed (solid)."""
-    from dlguide_core.metrics import downsample, ema, stride
+    from dlguide_core.training.metrics import downsample, ema, stride
 
     fig = go.Figure()
     for name, cols in runs.items():
@@ -267,7 +272,7 @@ def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, 
 
 @st.cache_resource(show_spinner="Preparing the backend…", max_entries=8)
 def _cached_backend(name: str, fingerprint: str, source: str, options, batch_size: int, _loaded: LoadedModel):
-    from dlguide_core.backends import prepare_backend
+    from dlguide_core.inference.backends import prepare_backend
 
     return prepare_backend(name, _loaded, batch_size=batch_size, options=options)
 
@@ -276,7 +281,7 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
     """A prepared backend (ONNX session, compiled MIGraphX program…), one per model, options and batch size;
     never mutated after caching. With `progress(message, fraction)`, the slow disk-cached steps (export,
     MIGraphX compile) run first outside the cache, since a cached function cannot draw progress."""
-    from dlguide_core.backends import BackendOptions, precompile
+    from dlguide_core.inference.backends import BackendOptions, precompile
 
     options = options or BackendOptions()
     if progress is not None:
@@ -289,7 +294,7 @@ BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "mi
 
 def backend_selectbox(key: str, label: str = "Backend") -> str:
     """PyTorch first (the default), then each compiled backend that can run here."""
-    from dlguide_core.backends import backend_choices, backend_status
+    from dlguide_core.inference.backends import backend_choices, backend_status
 
     titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
     return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: titles.get(n, n),
@@ -304,7 +309,7 @@ PRECISION_LABELS = {"fp32": "fp32 (same answers as PyTorch)",
 
 def precision_options(backend: str, key: str):
     """A precision choice among those `backend` can run here; BackendOptions for it."""
-    from dlguide_core.backends import BackendOptions, precision_choices
+    from dlguide_core.inference.backends import BackendOptions, precision_choices
 
     choice = st.selectbox("Precision", precision_choices(backend), key=key,
                           format_func=lambda p: PRECISION_LABELS.get(p, p))

@@ -4,7 +4,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dlguide_core.backends import (
+from dlguide_core.errors import DlguideError
+from dlguide_core.inference.backends import (
     GRAPH_OPTIMIZATIONS,
     TARGETS,
     BackendOptions,
@@ -16,11 +17,10 @@ from dlguide_core.backends import (
     precision_choices,
     precision_refusals,
 )
-from dlguide_core.benchmark import BenchConfig, results_table, run_benchmark
-from dlguide_core.classify import classify_sources
-from dlguide_core.errors import DlguideError
-from dlguide_core.images import UPLOAD_TYPES
-from dlguide_core.samples import bundled_samples
+from dlguide_core.inference.benchmark import BenchConfig, results_table, run_benchmark
+from dlguide_core.vision.classify import classify_sources
+from dlguide_core.vision.images import UPLOAD_TYPES
+from dlguide_core.vision.samples import bundled_samples
 from pages.common import BACKEND_LABELS, get_backend, hide_in_kiosk, require_model, show_result, weights_selectbox
 
 hide_in_kiosk()

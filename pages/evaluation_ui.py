@@ -15,10 +15,19 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dlguide_core import datasets, jobs, settings
+from dlguide_core import settings
+from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
-from dlguide_core.evaluation_job import EVALUATE_RECIPE, EvaluateConfig, inline_max, is_long, latest_job, stored_result
-from dlguide_core.result_files import confusion_csv, evaluation_json
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.evaluation_job import (
+    EVALUATE_RECIPE,
+    EvaluateConfig,
+    inline_max,
+    is_long,
+    latest_job,
+    stored_result,
+)
+from dlguide_core.vision.result_files import confusion_csv, evaluation_json
 from pages.common import get_model, job_store
 
 MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)

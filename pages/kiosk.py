@@ -10,12 +10,12 @@ import time
 
 import streamlit as st
 
-from dlguide_core import kiosk
+from dlguide_core import booth as kiosk
 from dlguide_core.errors import DlguideError, ImageError
-from dlguide_core.gradcam import grad_cam, model_view
-from dlguide_core.images import UPLOAD_TYPES, load_image
-from dlguide_core.models import imagenet_weights_path
-from dlguide_core.presets import preprocess
+from dlguide_core.vision.gradcam import grad_cam, model_view
+from dlguide_core.vision.images import UPLOAD_TYPES, load_image
+from dlguide_core.vision.models import imagenet_weights_path
+from dlguide_core.vision.presets import preprocess
 from pages.common import attract_items, forget_uploaded_files, get_model, kiosk_job_store, kiosk_runner, loss_figure
 
 CSS = """<style>

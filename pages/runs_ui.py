@@ -1,6 +1,6 @@
 """Run comparison (issue 13): the selected runs side by side, with the settings that differ.
 
-Not a routed page; the numbers come from dlguide_core.comparison (as `jobs list --json`)."""
+Not a routed page; the numbers come from dlguide_core.jobs.comparison (as `jobs list --json`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import pages.common  # noqa: F401  (its routing guard runs first, as for every module under pages/)
-from dlguide_core.comparison import comparison_rows
+from dlguide_core.jobs.comparison import comparison_rows
 
 HEADINGS = {"final_top1": "top-1 final", "best_top1": "top-1 best", "final_top5": "top-5 final",
             "best_top5": "top-5 best", "final_val_loss": "val loss", "wall_s": "wall time", "images_per_s": "images/s"}

@@ -11,12 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dlguide_core import datasets, jobs, launch, settings
-from dlguide_core.diagnostics import training_warnings
+from dlguide_core import settings
+from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
-from dlguide_core.metrics import downsample, stride
-from dlguide_core.models import job_checkpoints
-from dlguide_core.recipes import AMP_DTYPE_FLAGS, is_training, recipes
+from dlguide_core.jobs import launch
+from dlguide_core.jobs import store as jobs
+from dlguide_core.training.diagnostics import training_warnings
+from dlguide_core.training.metrics import downsample, stride
+from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, is_training, recipes
+from dlguide_core.vision.models import job_checkpoints
 from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
 from pages.evaluation_ui import evaluation_form
 from pages.runs_ui import comparison_table

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import torch
 
-from dlguide_core.checkpoints import save_checkpoint
-from dlguide_core.export import export_cache_path, export_onnx
-from dlguide_core.models import CIFAR10_CLASSES, CifarNet, LoadedModel, load_model
-from dlguide_core.presets import CIFAR_EVAL
+from dlguide_core.inference.export import export_cache_path, export_onnx
+from dlguide_core.vision.checkpoints import save_checkpoint
+from dlguide_core.vision.models import CIFAR10_CLASSES, CifarNet, LoadedModel, load_model
+from dlguide_core.vision.presets import CIFAR_EVAL
 
 
 def write_cifar_checkpoint(path: Path, seed: int = 0) -> Path:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import serve
-from dlguide_core.models import standin_imagenet_state
+from dlguide_core.vision.models import standin_imagenet_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _recipe_registry_loaded() -> None:
     """Import the optional recipe modules once, up front, into the real registry: a test that
     swaps the registry for a copy must not be the one whose copy receives (and loses) them."""
-    from dlguide_core.recipes import recipes
+    from dlguide_core.training.recipes import recipes
 
     recipes()
 
@@ -83,7 +83,7 @@ def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture
 def cifar(cifar_files):
     """The tiny CIFAR model, its export already in this test's DLGUIDE_HOME cache."""
-    from dlguide_core.models import load_model
+    from dlguide_core.vision.models import load_model
     from tests.compiled_helpers import seed_export_cache
 
     loaded = load_model(str(cifar_files[0]), device="cpu")

@@ -11,8 +11,9 @@ import onnxruntime
 import pytest
 import torch
 
-from dlguide_core import backend_base, backends, migraphx_lib
-from dlguide_core.backends import (
+from dlguide_core import migraphx_lib
+from dlguide_core.inference import backend_base, backends
+from dlguide_core.inference.backends import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
@@ -28,8 +29,8 @@ from dlguide_core.backends import (
     prepare_fastest,
     sample_batch,
 )
-from dlguide_core.classify import classify_sources, predict_logits
-from dlguide_core.samples import bundled_samples
+from dlguide_core.vision.classify import classify_sources, predict_logits
+from dlguide_core.vision.samples import bundled_samples
 from tests.fake_migraphx import FakeMigraphx
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from dlguide_core.backends import BackendError, BackendOptions, OnnxRuntimeBackend
-from dlguide_core.benchmark import (
+from dlguide_core.inference.backends import BackendError, BackendOptions, OnnxRuntimeBackend
+from dlguide_core.inference.benchmark import (
     ROW_KEYS,
     BenchConfig,
     BenchRow,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from dlguide_core.classify import classify_sources
-from dlguide_core.models import load_model
+from dlguide_core.vision.classify import classify_sources
+from dlguide_core.vision.models import load_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

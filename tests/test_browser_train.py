@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from dlguide_core import jobs
-from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs import store as jobs
 
 
 @pytest.fixture

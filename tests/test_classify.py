@@ -3,9 +3,9 @@ import torch
 from PIL import Image
 from torchvision import transforms
 
-from dlguide_core.classify import classify_images, classify_sources, top_k
-from dlguide_core.images import load_image
-from dlguide_core.models import imagenet_class_names, load_model
+from dlguide_core.vision.classify import classify_images, classify_sources, top_k
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import imagenet_class_names, load_model
 
 
 def test_top_k_is_sorted_with_probabilities_in_range():

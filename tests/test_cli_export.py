@@ -9,9 +9,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-from dlguide_core.backends import BackendError, OnnxRuntimeBackend
-from dlguide_core.benchmark import ROW_KEYS
 from dlguide_core.cli import main
+from dlguide_core.inference.backends import BackendError, OnnxRuntimeBackend
+from dlguide_core.inference.benchmark import ROW_KEYS
 from tests.compiled_helpers import write_cifar_checkpoint
 
 

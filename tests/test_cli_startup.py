@@ -18,8 +18,8 @@ import pytest
 
 from dlguide_core.cli import bench as cli_bench
 from dlguide_core.cli import export as cli_export
-from dlguide_core.jobs import JobStore
-from dlguide_core.recipes import get_recipe
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.recipes import get_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "tensorflow", "keras", "onnxruntime", "onnx", "migraphx")
@@ -72,7 +72,7 @@ def test_jobs_show_cancel_export_do_not_import_heavy_libraries() -> None:
 
 def test_the_parsers_choices_match_the_core() -> None:
     """bench and export keep their choices beside the parser (the core modules import torch)."""
-    from dlguide_core import backends, export
+    from dlguide_core.inference import backends, export
 
     assert cli_bench.BACKENDS == tuple(backends.BACKENDS)
     assert (cli_bench.PRECISIONS, cli_bench.TARGETS) == (backends.PRECISIONS, backends.TARGETS)

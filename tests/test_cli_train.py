@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli import main
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.jobs import JobStore
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs.store import JobStore
 from tests.test_datasets import tree, write_tiny_imagenet
 
 
@@ -91,7 +91,7 @@ def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) 
 
 
 def test_tf_recipe_without_tensorflow_exits_2_with_the_reason(tmp_path: Path, capsys, monkeypatch) -> None:
-    from dlguide_core import recipes, tf_recipes
+    from dlguide_core.training import recipes, tf_recipes
 
     reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
     monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, reason))

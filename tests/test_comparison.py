@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli import main
-from dlguide_core.comparison import comparison_rows, differing_fields, run_summary
-from dlguide_core.jobs import JobStore
+from dlguide_core.jobs.comparison import comparison_rows, differing_fields, run_summary
+from dlguide_core.jobs.store import JobStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def test_comparison_rows_and_jobs_list_json(capsys) -> None:
 
 
 def test_summaries_and_tensorboard_export_do_not_import_torch() -> None:
-    code = ("import sys\nimport dlguide_core.comparison, dlguide_core.tensorboard_export\n"
+    code = ("import sys\nimport dlguide_core.jobs.comparison, dlguide_core.training.tensorboard_export\n"
             "print('torch' in sys.modules, 'tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

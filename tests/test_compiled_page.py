@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dlguide_core import benchmark, migraphx_lib
-from dlguide_core.models import load_model
+from dlguide_core import migraphx_lib
+from dlguide_core.inference import benchmark
+from dlguide_core.vision.models import load_model
 from tests.apptest import open_app
 from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from dlguide_core import datasets
-from dlguide_core.datasets import DatasetError, detect, load_data, prepare_tiny_imagenet
+from dlguide_core.data import datasets
+from dlguide_core.data.datasets import DatasetError, detect, load_data, prepare_tiny_imagenet
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 WNIDS = ("n01443537", "n02124075", "n07749582")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dlguide_core.diagnostics import training_warnings
+from dlguide_core.training.diagnostics import training_warnings
 
 RANDOM_INIT = {"lr": 0.1, "weights": "none"}
 # The run that prompted this: Inception v3 from random init at the guide's lr 0.1.

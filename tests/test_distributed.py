@@ -17,13 +17,13 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from dlguide_core import distributed as D
-from dlguide_core import launch as L
-from dlguide_core.checkpoints import load_checkpoint
-from dlguide_core.datasets import load_data, write_toy_dataset
-from dlguide_core.jobs import JobStore
-from dlguide_core.models import load_model
-from dlguide_core.sinks import RecordingSink
+from dlguide_core.data.datasets import load_data, write_toy_dataset
+from dlguide_core.jobs import launch as L
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training import distributed as D
+from dlguide_core.training.sinks import RecordingSink
+from dlguide_core.vision.checkpoints import load_checkpoint
+from dlguide_core.vision.models import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_sharded_sampler_splits_each_epoch_and_skips_on_resume() -> None:
 
 
 def test_one_seeded_epoch_shuffle_serves_both_samplers() -> None:
-    from dlguide_core.training import EpochSampler
+    from dlguide_core.training.loop import EpochSampler
 
     order = D.epoch_permutation(10, seed=5, epoch=2)
     assert sorted(order) == list(range(10)) and order != D.epoch_permutation(10, seed=5, epoch=3)
@@ -106,7 +106,7 @@ def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
 def test_launch_commands_single_and_multi_node() -> None:
     local = L.LaunchSpec(nproc_per_node=2, max_restarts=1)
     cmd = L.torchrun_command(local, "job-1")
-    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.job_runner",
+    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.jobs.runner",
                                                                                        "job-1"]
     assert "--standalone" in cmd and cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "1"
@@ -376,8 +376,8 @@ def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest
     """`--max-restarts N` runs one process under torchrun: it must take the queue's slot, not GPU 0."""
     from dataclasses import replace
 
-    from dlguide_core import recipes
-    from dlguide_core.jobs import job_env
+    from dlguide_core.jobs.store import job_env
+    from dlguide_core.training import recipes
 
     seen = []
     stand_in = replace(recipes.get_recipe("cifar_net"), name="slot_probe")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core import datasets
+from dlguide_core.data import datasets
 from dlguide_core.downloads import DownloadFailed, download_file
 
 

@@ -11,8 +11,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from dlguide_core.checkpoints import save_checkpoint
-from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import (
     EvaluationError,
     confusion_matrix,
@@ -23,8 +22,9 @@ from dlguide_core.evaluation import (
     pick,
     top_confusions,
 )
-from dlguide_core.models import CifarNet, LoadedModel, imagenet_class_names, load_model
-from dlguide_core.presets import CIFAR_EVAL, EvalPreset
+from dlguide_core.vision.checkpoints import save_checkpoint
+from dlguide_core.vision.models import CifarNet, LoadedModel, imagenet_class_names, load_model
+from dlguide_core.vision.presets import CIFAR_EVAL, EvalPreset
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core import jobs
 from dlguide_core.cli import main
-from dlguide_core.comparison import run_summary
-from dlguide_core.datasets import write_toy_dataset
+from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import evaluate_model
-from dlguide_core.evaluation_job import (
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.comparison import run_summary
+from dlguide_core.jobs.evaluation_job import (
     EVALUATE_RECIPE,
     RESULT_FILE,
     EvaluateConfig,
@@ -24,11 +24,11 @@ from dlguide_core.evaluation_job import (
     latest_job,
     stored_result,
 )
-from dlguide_core.job_runner import run_job
-from dlguide_core.models import job_checkpoints, load_model
-from dlguide_core.recipes import ConfigError, get_recipe, is_training, recipes
-from dlguide_core.sinks import NullSink
-from dlguide_core.tensorboard_export import export_job
+from dlguide_core.jobs.runner import run_job
+from dlguide_core.training.recipes import ConfigError, get_recipe, is_training, recipes
+from dlguide_core.training.sinks import NullSink
+from dlguide_core.training.tensorboard_export import export_job
+from dlguide_core.vision.models import job_checkpoints, load_model
 from tests.test_evaluation import _toy_checkpoint
 
 CLASSES = ("class_0", "class_1", "class_2")

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.evaluation_job import EVALUATE_RECIPE, stored_result
-from dlguide_core.jobs import ACTIVE, JobStore
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, stored_result
+from dlguide_core.jobs.store import ACTIVE, JobStore
 from tests.apptest import open_app
 from tests.test_evaluation_page import _charts, finished_job
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.jobs import JobStore
-from dlguide_core.recipes import get_recipe
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.recipes import get_recipe
 from tests.apptest import open_app
 from tests.test_evaluation import _toy_checkpoint
 

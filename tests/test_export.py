@@ -10,11 +10,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from dlguide_core.classify import predict_logits
-from dlguide_core.export import export_cache_path, export_onnx, forward_input_name, read_export, read_metadata
-from dlguide_core.images import load_image
-from dlguide_core.models import CIFAR10_CLASSES, load_model
-from dlguide_core.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, preprocess
+from dlguide_core.inference.export import export_cache_path, export_onnx, forward_input_name, read_export, read_metadata
+from dlguide_core.vision.classify import predict_logits
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import CIFAR10_CLASSES, load_model
+from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, preprocess
 from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 
 

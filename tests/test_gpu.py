@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlguide_core import jobs
-from dlguide_core.classify import classify_sources
 from dlguide_core.cli import main
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.jobs import JobStore
-from dlguide_core.models import load_model
-from dlguide_core.recipes import get_recipe
-from dlguide_core.samples import bundled_samples
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.recipes import get_recipe
+from dlguide_core.vision.classify import classify_sources
+from dlguide_core.vision.models import load_model
+from dlguide_core.vision.samples import bundled_samples
 
 pytestmark = pytest.mark.gpu
 
@@ -116,7 +116,7 @@ def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) ->
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         pytest.skip(f"this onnxruntime build has no CUDA provider ({ort.get_available_providers()}): "
                     "install onnxruntime-gpu")
-    from dlguide_core.backends import BackendOptions, agreement, prepare_backend, sample_batch
+    from dlguide_core.inference.backends import BackendOptions, agreement, prepare_backend, sample_batch
 
     loaded = load_model("imagenet", device="cuda")
     backend = prepare_backend("onnxruntime", loaded, batch_size=4, options=BackendOptions(target="gpu"))
@@ -131,8 +131,8 @@ def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) ->
 def test_gradcam_on_the_gpu_matches_the_cpu(fake_imagenet) -> None:
     import numpy as np
 
-    from dlguide_core.gradcam import grad_cam
-    from dlguide_core.images import load_image
+    from dlguide_core.vision.gradcam import grad_cam
+    from dlguide_core.vision.images import load_image
 
     image = load_image(bundled_samples()["chelsea"])
     cpu = grad_cam(load_model("imagenet", device="cpu"), image)

@@ -9,10 +9,10 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from dlguide_core.classify import classify_images
-from dlguide_core.gradcam import TARGET_LAYER, cam_from, forward_with_leaf, grad_cam, jet, overlay_heatmap
-from dlguide_core.models import LoadedModel, build_model, drop_aux_head
-from dlguide_core.presets import GUIDE_EVAL, EvalPreset, preprocess
+from dlguide_core.vision.classify import classify_images
+from dlguide_core.vision.gradcam import TARGET_LAYER, cam_from, forward_with_leaf, grad_cam, jet, overlay_heatmap
+from dlguide_core.vision.models import LoadedModel, build_model, drop_aux_head
+from dlguide_core.vision.presets import GUIDE_EVAL, EvalPreset, preprocess
 
 GREY = (128, 128, 128)
 SMALL = EvalPreset(resize=160, crop=160)  # Mixed_7c is 3x3 here: enough for shape checks, 3x faster

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from dlguide_core.errors import ImageError
-from dlguide_core.images import load_image
+from dlguide_core.vision.images import load_image
 
 
 def _encode(img: Image.Image, fmt: str, **kwargs) -> bytes:

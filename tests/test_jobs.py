@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core import jobs, recipes
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.job_runner import run_job
-from dlguide_core.jobs import JobError, JobStore, StoreSink
-from dlguide_core.models import job_checkpoints
-from dlguide_core.recipes import Recipe, RunResult, get_recipe
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.runner import run_job
+from dlguide_core.jobs.store import JobError, JobStore, StoreSink
+from dlguide_core.training import recipes
+from dlguide_core.training.recipes import Recipe, RunResult, get_recipe
+from dlguide_core.vision.models import job_checkpoints
 
 FINAL = ("succeeded", "failed", "cancelled", "interrupted")
 
@@ -279,7 +280,7 @@ def test_foreground_claim_refuses_a_job_that_is_not_queued() -> None:
 
 
 def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
-    from dlguide_core.jobs import visible_devices_env
+    from dlguide_core.jobs.store import visible_devices_env
 
     assert visible_devices_env(0, 1, {}) == {}  # one device: the job uses cuda:slot itself
     assert visible_devices_env(4, 4, {}) == {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "4,5,6,7"}
@@ -291,7 +292,7 @@ def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
 TORCHRUN_FAILURE = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ======================================================
-dlguide_core.job_runner FAILED
+dlguide_core.jobs.runner FAILED
 ------------------------------------------------------
 Failures:
 [1]:
@@ -315,7 +316,7 @@ Root Cause (first observed failure):
 
 
 def test_torchrun_failure_summary_names_the_rank_that_died_first():
-    from dlguide_core.jobs import torchrun_root_cause
+    from dlguide_core.jobs.store import torchrun_root_cause
 
     lines = [line.strip() for line in TORCHRUN_FAILURE.splitlines() if line.strip()]
     assert torchrun_root_cause(lines) == "rank 1 (local_rank: 1) exitcode -9 (pid: 4144)  (SIGKILL)"
@@ -324,7 +325,7 @@ def test_torchrun_failure_summary_names_the_rank_that_died_first():
 
 def test_a_job_that_cannot_be_launched_fails_at_once_instead_of_holding_its_slots():
     """A record made before the endpoint check (or by hand) must not sit `running` with no process."""
-    from dlguide_core.jobs import dispatch
+    from dlguide_core.jobs.store import dispatch
 
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {"data": "/d", "nnodes": 2, "rdzv_endpoint": "node0:"})

@@ -9,12 +9,12 @@ import pytest
 import torch
 from PIL import Image
 
-from dlguide_core import kiosk
-from dlguide_core.classify import classify_images, predict_logits
+from dlguide_core import booth as kiosk
 from dlguide_core.errors import DlguideError
-from dlguide_core.models import LoadedModel, build_model, drop_aux_head
-from dlguide_core.presets import EvalPreset
-from dlguide_core.samples import bundled_samples
+from dlguide_core.vision.classify import classify_images, predict_logits
+from dlguide_core.vision.models import LoadedModel, build_model, drop_aux_head
+from dlguide_core.vision.presets import EvalPreset
+from dlguide_core.vision.samples import bundled_samples
 
 
 @pytest.fixture(scope="module")

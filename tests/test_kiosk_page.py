@@ -118,7 +118,7 @@ def test_no_job_store_is_created(monkeypatch: pytest.MonkeyPatch, isolated_home:
 
 
 def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs.store import JobStore
 
     store = JobStore()
     job = store.create("inception_v3_finetune", "pytorch", {"epochs": 1})
@@ -136,8 +136,8 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.slow
 def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
-    from dlguide_core import backends
-    from dlguide_core.models import load_model
+    from dlguide_core.inference import backends
+    from dlguide_core.vision.models import load_model
 
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
     at = booth(monkeypatch, backend="")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlguide_core.metrics import downsample, ema, stride
+from dlguide_core.training.metrics import downsample, ema, stride
 
 
 def test_ema_is_debiased_like_tensorboard() -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core import backend_base, devices, migraphx_lib
-from dlguide_core.backends import BackendOptions, MigraphxBackend, backend_label, precision_refusals
+from dlguide_core import devices, migraphx_lib
+from dlguide_core.inference import backend_base
+from dlguide_core.inference.backends import BackendOptions, MigraphxBackend, backend_label, precision_refusals
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,9 +18,12 @@ import numpy as np
 import pytest
 import torch
 
-from dlguide_core import backend_base, backends, devices, kiosk, migraphx_lib
-from dlguide_core.backend_migraphx import calibration_batches
-from dlguide_core.backends import (
+from dlguide_core import booth as kiosk
+from dlguide_core import devices, migraphx_lib
+from dlguide_core.cli import main
+from dlguide_core.inference import backend_base, backends
+from dlguide_core.inference.backend_migraphx import calibration_batches
+from dlguide_core.inference.backends import (
     PRECISIONS,
     BackendError,
     BackendOptions,
@@ -31,12 +34,11 @@ from dlguide_core.backends import (
     prepare_backend,
     sample_batch,
 )
-from dlguide_core.classify import predict_logits
-from dlguide_core.cli import main
-from dlguide_core.images import load_image
-from dlguide_core.models import load_model
-from dlguide_core.presets import preprocess
-from dlguide_core.samples import bundled_samples
+from dlguide_core.vision.classify import predict_logits
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import load_model
+from dlguide_core.vision.presets import preprocess
+from dlguide_core.vision.samples import bundled_samples
 from tests.compiled_helpers import dlguide_home, seed_export_cache, write_cifar_checkpoint
 from tests.fake_migraphx import FakeMigraphx
 

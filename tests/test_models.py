@@ -3,9 +3,9 @@ import pickle
 import pytest
 import torch
 
-from dlguide_core import checkpoints, models
 from dlguide_core.errors import CheckpointError, WeightsUnavailable
-from dlguide_core.presets import CIFAR_EVAL
+from dlguide_core.vision import checkpoints, models
+from dlguide_core.vision.presets import CIFAR_EVAL
 
 
 def test_imagenet_weights_hit_from_torch_home(fake_imagenet):

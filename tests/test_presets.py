@@ -2,8 +2,8 @@ import pytest
 import torch
 from torchvision import transforms
 
-from dlguide_core.images import load_image
-from dlguide_core.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, denormalize, preprocess
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, denormalize, preprocess
 
 
 def guide_transform():

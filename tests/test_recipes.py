@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from dlguide_core import recipes
-from dlguide_core.recipes import CifarNetConfig, ConfigError, InceptionV3Config, Recipe, get_recipe
+from dlguide_core.training import recipes
+from dlguide_core.training.recipes import CifarNetConfig, ConfigError, InceptionV3Config, Recipe, get_recipe
 
 
 def test_inception_defaults_are_the_guides() -> None:
@@ -83,7 +83,7 @@ def test_sync_batchnorm_on_the_cpu_is_refused_by_the_config() -> None:
 
 
 def test_a_missing_tensorflow_recipe_is_explained_not_unknown(monkeypatch) -> None:
-    from dlguide_core import tf_recipes
+    from dlguide_core.training import tf_recipes
 
     monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, "no TF here"))
     monkeypatch.setattr(recipes, "_REGISTRY", {n: r for n, r in recipes._REGISTRY.items()
@@ -99,14 +99,14 @@ def test_a_bad_rendezvous_endpoint_is_refused_when_the_job_is_made(endpoint: str
     """One rule (HOST:PORT) at submit: what passed here used to fail only at launch, leaving a job `running`."""
     with pytest.raises(ConfigError, match="HOST:PORT"):
         get_recipe("cifar_net").make_config(data="/d", nnodes=2, rdzv_endpoint=endpoint)
-    from dlguide_core.launch import DistributedError, LaunchSpec
+    from dlguide_core.jobs.launch import DistributedError, LaunchSpec
 
     with pytest.raises(DistributedError, match="HOST:PORT"):
         LaunchSpec(nnodes=2, rdzv_endpoint=endpoint)
 
 
 def test_a_good_rendezvous_endpoint_passes_both_checks() -> None:
-    from dlguide_core.launch import LaunchSpec
+    from dlguide_core.jobs.launch import LaunchSpec
 
     for endpoint in ("node0.example:29400", "10.0.0.1:1", "[fe80::1]:29400"):
         assert get_recipe("cifar_net").make_config(data="/d", nnodes=2, rdzv_endpoint=endpoint).nnodes == 2

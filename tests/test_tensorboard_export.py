@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core import jobs
 from dlguide_core.cli import main
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.job_runner import run_job
-from dlguide_core.jobs import JobStore
-from dlguide_core.recipes import get_recipe
-from dlguide_core.tensorboard_export import EPOCH_TAGS, STEP_TAGS, TensorBoardSink, export_job, job_logdir
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.runner import run_job
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.recipes import get_recipe
+from dlguide_core.training.tensorboard_export import EPOCH_TAGS, STEP_TAGS, TensorBoardSink, export_job, job_logdir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def test_a_real_job_writes_event_files_equal_to_its_store_rows(tmp_path: Path) -
 
 
 def test_the_writer_does_not_import_tensorflow(tmp_path: Path) -> None:
-    code = ("import sys\nfrom pathlib import Path\nfrom dlguide_core.tensorboard_export import open_writer\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom dlguide_core.training.tensorboard_export import open_writer\n"
             f"w = open_writer(Path({str(tmp_path)!r}))\nw.add_scalar('x', 1.0, step=1)\nw.close()\n"
             "print('tensorflow' in sys.modules)")
     started = time.monotonic()

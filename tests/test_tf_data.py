@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlguide_core import tf_data
-from dlguide_core.tf_data import DatasetError
+from dlguide_core.data import tf_data
+from dlguide_core.data.tf_data import DatasetError
 from tests.tf_datagen import write_fashion, write_idx, write_imdb
 
 

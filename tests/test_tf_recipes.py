@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dlguide_core import tf_recipes
-from dlguide_core.jobs import JobStore, resume, submit
-from dlguide_core.recipes import ConfigError
-from dlguide_core.tf_recipes import (
+from dlguide_core.jobs.store import JobStore, resume, submit
+from dlguide_core.training import tf_recipes
+from dlguide_core.training.recipes import ConfigError
+from dlguide_core.training.tf_recipes import (
     FASHION_RECIPE,
     TEXT_RECIPE,
     FashionMnistConfig,
@@ -102,7 +102,7 @@ def test_device_cuda_maps_to_a_tensorflow_gpu_or_says_there_is_none() -> None:
 
 
 def test_finished_models_reads_through_the_store_it_is_given(monkeypatch) -> None:
-    from dlguide_core import jobs
+    from dlguide_core.jobs import store as jobs
 
     store = JobStore()
     job = store.create(FASHION_RECIPE, "tensorflow", FashionMnistConfig().__dict__)
@@ -134,7 +134,7 @@ tf = _fake_tf(["GPU:0", "GPU:1", "GPU:2"])
 keras = types.ModuleType("keras")
 keras.saving = types.SimpleNamespace(get_registered_object=lambda name: object())
 sys.modules.update(tensorflow=tf, keras=keras)  # stand-ins: no GPUs here
-from dlguide_core import tf_recipes
+from dlguide_core.training import tf_recipes
 tf_recipes.tensorflow_status = lambda: tf_recipes.TensorFlowStatus(True, "stand-in")
 tf_recipes._load_triton_first = lambda: None
 pinned = []
@@ -153,8 +153,8 @@ def test_import_tensorflow_pins_the_gpus_once_per_process() -> None:
 
 
 def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
-    out = _python("import sys, json; from dlguide_core.recipes import recipes; names = list(recipes()); "
-                  "import dlguide_core.tf_recipes, pages.common; "
+    out = _python("import sys, json; from dlguide_core.training.recipes import recipes; names = list(recipes()); "
+                  "import dlguide_core.training.tf_recipes, pages.common; "
                   "print(json.dumps([names, 'tensorflow' in sys.modules, 'keras' in sys.modules]))")
     names, tf_loaded, keras_loaded = json.loads(out.strip().splitlines()[-1])
     assert not tf_loaded and not keras_loaded
@@ -164,7 +164,8 @@ def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
 def test_without_tensorflow_the_recipes_are_missing_and_the_reason_is_given() -> None:
     # sys.modules[name] = None makes find_spec report the package as absent, as on a host without it.
     out = _python("import sys, json; sys.modules['tensorflow'] = None; "
-                  "from dlguide_core.recipes import recipes; from dlguide_core.tf_recipes import tensorflow_status; "
+                  "from dlguide_core.training.recipes import recipes; "
+                  "from dlguide_core.training.tf_recipes import tensorflow_status; "
                   "s = tensorflow_status(); print(json.dumps([list(recipes()), s.available, s.reason]))")
     names, available, reason = json.loads(out.strip().splitlines()[-1])
     assert not available and "pip install tensorflow-cpu" in reason and "tensorflow-rocm" in reason
@@ -393,7 +394,7 @@ def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, j
 
 
 def _train_section_script() -> None:
-    from dlguide_core.jobs import JobStore
+    from dlguide_core.jobs.store import JobStore
     from pages.tensorflow_ui import tf_train_section
 
     tf_train_section(JobStore())
@@ -403,7 +404,7 @@ def _train_section_script() -> None:
 def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path: Path, monkeypatch) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from dlguide_core import jobs
+    from dlguide_core.jobs import store as jobs
     from pages.tensorflow_ui import TF_DOWNLOAD
 
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from dlguide_core.datasets import write_toy_dataset
-from dlguide_core.jobs import JobStore
-from dlguide_core.metrics import ema as ema_of
-from dlguide_core.recipes import get_recipe
+from dlguide_core.data.datasets import write_toy_dataset
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.metrics import ema as ema_of
+from dlguide_core.training.recipes import get_recipe
 from tests.apptest import open_app
 
 

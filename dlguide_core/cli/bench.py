@@ -22,7 +22,7 @@ import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
 
-# The parser's choices, as dlguide_core.backends names them (tests/test_cli.py checks they agree): that module
+# The parser's choices, as dlguide_core.inference.backends names them (tests/test_cli.py checks they agree): that module
 # imports torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
 BACKENDS = ("torch", "onnxruntime", "migraphx")
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
@@ -73,9 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.backends import BackendOptions
-    from dlguide_core.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed
-    from dlguide_core.models import load_model
+    from dlguide_core.inference.backends import BackendOptions
+    from dlguide_core.inference.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed
+    from dlguide_core.vision.models import load_model
 
     options = BackendOptions(precision=args.precision, target=args.target, intra_op_threads=args.threads,
                              exhaustive_tune=args.exhaustive_tune, torch_compile=args.torch_compile, mxr=args.mxr)
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(rows: list) -> None:
-    from dlguide_core.backends import backend_label
-    from dlguide_core.benchmark import speedups
+    from dlguide_core.inference.backends import backend_label
+    from dlguide_core.inference.benchmark import speedups
 
     ratio = speedups(rows)
     print(f"{'backend':12} {'runtime':16} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "

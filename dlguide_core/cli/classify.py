@@ -21,8 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.classify import classify_sources
-    from dlguide_core.models import load_model
+    from dlguide_core.vision.classify import classify_sources
+    from dlguide_core.vision.models import load_model
 
     loaded = load_model(args.weights, device=args.device, progress=download_progress("weights"))
     if not loaded.trained:

@@ -1,6 +1,6 @@
 """`evaluate --weights {imagenet,PATH} --data DIR [--split val] [--batch-size B] [--limit N] [--json] [--detach]`.
 
-`--detach` queues it as a job of the store (dlguide_core.evaluation_job) and prints its id; `jobs show ID
+`--detach` queues it as a job of the store (dlguide_core.jobs.evaluation_job) and prints its id; `jobs show ID
 --json` then holds the same payload under `evaluation` once it finishes.
 
 torch is imported inside `run` only: `python -m dlguide_core --help` stays light.
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.detach:
         return _detach(args)
     from dlguide_core.evaluation import EvaluationError, evaluate_model
-    from dlguide_core.models import load_model
+    from dlguide_core.vision.models import load_model
 
     loaded = load_model(args.weights, device=args.device, progress=download_progress("weights"))
     try:
@@ -61,9 +61,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _detach(args: argparse.Namespace) -> int:
-    from dlguide_core import jobs
     from dlguide_core.errors import DlguideError
-    from dlguide_core.evaluation_job import EVALUATE_RECIPE, EvaluateConfig
+    from dlguide_core.jobs import store as jobs
+    from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, EvaluateConfig
 
     if not (Path(args.data) / args.split).is_dir():
         print(f"error: {args.data} has no {args.split}/ folder of class folders", file=sys.stderr)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-EXPORTERS = ("dynamo", "torchscript")  # dlguide_core.export's (tests/test_cli.py checks); it imports torch
+EXPORTERS = ("dynamo", "torchscript")  # dlguide_core.inference.export's (tests/test_cli.py checks); it imports torch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.export import export_onnx
-    from dlguide_core.models import load_model
+    from dlguide_core.inference.export import export_onnx
+    from dlguide_core.vision.models import load_model
 
     # Export from the CPU: the graph is device-independent and this avoids GPU-only kernels in tracing.
     loaded = load_model(args.weights, device="cpu")

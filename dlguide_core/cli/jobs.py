@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from dlguide_core import jobs
 from dlguide_core.cli.train import run_foreground
-from dlguide_core.comparison import run_summary
-from dlguide_core.diagnostics import training_warnings
-from dlguide_core.evaluation_job import stored_result
-from dlguide_core.recipes import is_training
-from dlguide_core.tensorboard_export import export_job
+from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.comparison import run_summary
+from dlguide_core.jobs.evaluation_job import stored_result
+from dlguide_core.training.diagnostics import training_warnings
+from dlguide_core.training.recipes import is_training
+from dlguide_core.training.tensorboard_export import export_job
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
 
@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
     count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
-    a hint, when the losses show the run diverging (dlguide_core.diagnostics; the status is unchanged);
+    a hint, when the losses show the run diverging (dlguide_core.training.diagnostics; the status is unchanged);
     an evaluation job adds `evaluation` (the `evaluate --json` payload, None until it succeeds)."""
     data = job.to_json()
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")

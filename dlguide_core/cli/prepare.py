@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core import datasets  # torchvision: only when a dataset is prepared
+    from dlguide_core.data import datasets  # torchvision: only when a dataset is prepared
 
     target = dataset_path(args.dir)
     progress = download_progress("the dataset")

@@ -1,7 +1,7 @@
 """`train --recipe R --data DIR [...] [--detach] [--json]`: one training job through the store.
 
 `--nproc-per-node N [--nnodes M --node-rank K --rdzv-endpoint HOST:PORT] [--max-restarts R]` runs
-it under torchrun (see dlguide_core/distributed.py and docs/DISTRIBUTED.md).
+it under torchrun (see dlguide_core/training/distributed.py and docs/DISTRIBUTED.md).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlguide_core import jobs
 from dlguide_core.cli.common import dataset_path
-from dlguide_core.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
-from dlguide_core.sinks import ConsoleSink
+from dlguide_core.jobs import store as jobs
+from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
+from dlguide_core.training.sinks import ConsoleSink
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # CLI flag -> config field; None values keep the recipe's (the guide's) default.
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_config(args: argparse.Namespace):
-    from dlguide_core import distributed
+    from dlguide_core.training import distributed
 
     overrides = {name: getattr(args, name) for name in FIELDS}
     overrides["data"] = str(dataset_path(args.data)) if args.data else ""
@@ -83,7 +83,7 @@ def build_config(args: argparse.Namespace):
 
 def join_run(args: argparse.Namespace) -> int:
     """Node rank > 0 of a multi-node run: torchrun here, the job and its config live on node 0."""
-    from dlguide_core import launch
+    from dlguide_core.jobs import launch
 
     try:
         spec = launch.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
@@ -107,7 +107,7 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core import distributed  # torch: train is a heavy command, --help and `jobs` are not
+    from dlguide_core.training import distributed  # torch: train is a heavy command, --help and `jobs` are not
 
     if not args.data and (args.recipe not in TENSORFLOW_RECIPES or args.node_rank):  # joining: a PyTorch run
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
@@ -135,8 +135,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
-    from dlguide_core.job_runner import run_job
-    from dlguide_core.launch import describe_batch
+    from dlguide_core.jobs.launch import describe_batch
+    from dlguide_core.jobs.runner import run_job
 
     store.claim(job_id, os.getpid())
     job = store.get(job_id, refresh=False)

@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 import torch
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.export import OnnxExport, export_onnx
-from dlguide_core.images import load_image
-from dlguide_core.models import LoadedModel
-from dlguide_core.presets import preprocess
-from dlguide_core.samples import bundled_samples
+from dlguide_core.inference.export import OnnxExport, export_onnx
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.presets import preprocess
+from dlguide_core.vision.samples import bundled_samples
 
 Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import rdzv_endpoint_problem
+from dlguide_core.training.recipes import rdzv_endpoint_problem
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
 MONITOR_INTERVAL_S = 0.5  # how often torchrun checks its workers: a dead rank is seen within this
@@ -90,13 +90,13 @@ def torchrun_args(spec: LaunchSpec) -> list[str]:
 
 
 def torchrun_command(spec: LaunchSpec, job_id: str | None = None, data: str | None = None) -> list[str]:
-    """`python -m torch.distributed.run ... -m dlguide_core.job_runner JOB_ID` (torchrun, as this Python).
+    """`python -m torch.distributed.run ... -m dlguide_core.jobs.runner JOB_ID` (torchrun, as this Python).
 
     Machines other than node 0 have no job record: they run `job_runner --join DATA`
     and receive the recipe and config from the writer rank.
     """
     entry = [job_id] if job_id else ["--join", data or ""]
-    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.job_runner",
+    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.jobs.runner",
             *entry]
 
 

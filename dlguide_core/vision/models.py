@@ -19,10 +19,10 @@ import torch
 from torch import nn
 from torchvision.models import Inception_V3_Weights, inception_v3
 
-from dlguide_core.checkpoints import load_checkpoint
 from dlguide_core.downloads import DownloadFailed, ProgressFn, download_file
 from dlguide_core.errors import WeightsUnavailable
-from dlguide_core.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset
+from dlguide_core.vision.checkpoints import load_checkpoint
+from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset
 
 IMAGENET_WEIGHTS = Inception_V3_Weights.IMAGENET1K_V1
 IMAGENET_FILENAME = "inception_v3_google-0cc3c7bd.pth"
@@ -225,9 +225,9 @@ def standin_imagenet_state(seed: int = 0) -> dict[str, torch.Tensor]:
     """A random Inception v3 whose classifier is rescaled so its softmax has a real spread
     on photos (a bare random init saturates to one class). Stands in for the ImageNet
     weights where they cannot be downloaded (tests, benchmarks); never offered to users."""
-    from dlguide_core.images import load_image
-    from dlguide_core.presets import preprocess
-    from dlguide_core.samples import bundled_samples
+    from dlguide_core.vision.images import load_image
+    from dlguide_core.vision.presets import preprocess
+    from dlguide_core.vision.samples import bundled_samples
 
     torch.manual_seed(seed)
     model = inception_v3(weights=None, aux_logits=True, init_weights=True, transform_input=True).eval()

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from dlguide_core.jobs import Job, JobStore
+from dlguide_core.jobs.store import Job, JobStore
 
 # The configuration fields people compare first, in this order; any other differing field follows.
 LEADING_FIELDS = ("lr", "batch_size", "image_size", "amp", "amp_dtype", "epochs", "nproc_per_node", "nnodes",

@@ -21,12 +21,13 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from dlguide_core import distributed, models
-from dlguide_core.checkpoints import load_checkpoint, save_checkpoint
-from dlguide_core.datasets import DataBundle, load_data
+from dlguide_core.data.datasets import DataBundle, load_data
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe, gpu_index
-from dlguide_core.sinks import TrainingSink
+from dlguide_core.training import distributed
+from dlguide_core.training.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe, gpu_index
+from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.vision import models
+from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
 
 HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count
 

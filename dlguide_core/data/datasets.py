@@ -20,9 +20,9 @@ from typing import Any
 from torch.utils.data import Dataset
 from torchvision.datasets import CIFAR10, ImageFolder
 
-from dlguide_core import presets
 from dlguide_core.downloads import DownloadFailed, ProgressFn, download_file
 from dlguide_core.errors import DlguideError
+from dlguide_core.vision import presets
 
 TINY_IMAGENET_URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
 TINY_IMAGENET_MD5 = "90528d7ca1a48142e341f4ef8d21d0de"

@@ -7,7 +7,7 @@ from pathlib import Path
 from dlguide_core import settings
 from dlguide_core.downloads import ProgressFn, download_file
 
-BUNDLED_DIR = Path(__file__).parent / "samples"
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "samples"  # dlguide_core/samples/
 GUIDE_DOG_URL = "https://github.com/pytorch/hub/raw/master/images/dog.jpg"
 GUIDE_DOG_NAME = "dog.jpg (the guide's sample, downloaded)"
 

@@ -30,9 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from dlguide_core import images
+from dlguide_core.data.tf_data import (
+    FASHION_CLASSES,
+    IMDB_CLASSES,
+    find_fashion_folders,
+    find_imdb_trees,
+    load_fashion_mnist,
+    locate_imdb,
+)
 from dlguide_core.errors import DlguideError
-from dlguide_core.recipes import (
+from dlguide_core.training.recipes import (
     TENSORFLOW_RECIPES,
     ConfigError,
     Recipe,
@@ -41,15 +48,8 @@ from dlguide_core.recipes import (
     gpu_index,
     register,
 )
-from dlguide_core.sinks import TrainingSink
-from dlguide_core.tf_data import (
-    FASHION_CLASSES,
-    IMDB_CLASSES,
-    find_fashion_folders,
-    find_imdb_trees,
-    load_fashion_mnist,
-    locate_imdb,
-)
+from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.vision import images
 
 FASHION_RECIPE, TEXT_RECIPE = TENSORFLOW_RECIPES  # "tf_fashion_mnist", "tf_text_classification"
 STATE_FILE = "checkpoint.json"  # the commit record of the latest .keras checkpoint
@@ -609,7 +609,7 @@ def finished_models(recipe: str | None = None, store: Any = None) -> list[TfMode
     Pass an open JobStore (the app's cached one) to read through it; without one, a
     store is opened and closed for this call."""
     if store is None:
-        from dlguide_core.jobs import JobStore
+        from dlguide_core.jobs.store import JobStore
 
         own = JobStore()
         try:
@@ -671,10 +671,11 @@ def register_recipes() -> bool:
     """Add the two recipes to the registry when TensorFlow is installed; False (and absent) otherwise."""
     if not tensorflow_status().available:
         return False
-    register(Recipe(FASHION_RECIPE, "tensorflow", FashionMnistConfig, "dlguide_core.tf_recipes:run_fashion_mnist",
+    register(Recipe(FASHION_RECIPE, "tensorflow", FashionMnistConfig,
+                    "dlguide_core.training.tf_recipes:run_fashion_mnist",
                     "TensorFlow: the guide's Fashion-MNIST classifier (Flatten, Dense 128, Dense 10)"))
     register(Recipe(TEXT_RECIPE, "tensorflow", TextClassificationConfig,
-                    "dlguide_core.tf_recipes:run_text_classification",
+                    "dlguide_core.training.tf_recipes:run_text_classification",
                     "TensorFlow: the guide's IMDB sentiment classifier (TextVectorization, Embedding 16)"))
     return True
 

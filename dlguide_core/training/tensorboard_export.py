@@ -21,9 +21,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.jobs import STEP_EXTRAS, JobError, JobStore, job_dir
-from dlguide_core.recipes import is_training
-from dlguide_core.sinks import NullSink
+from dlguide_core.jobs.store import STEP_EXTRAS, JobError, JobStore, job_dir
+from dlguide_core.training.recipes import is_training
+from dlguide_core.training.sinks import NullSink
 
 FOLDER = "tensorboard"  # inside each job folder
 STEP_TAGS = {"loss": "train/loss", "lr": "train/lr", "images_per_s": "train/images_per_s"}

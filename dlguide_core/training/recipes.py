@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.sinks import TrainingSink
+from dlguide_core.training.sinks import TrainingSink
 
-# Modules that register more recipes when imported (issue 5 adds "dlguide_core.tf_recipes"; issue 13 the
+# Modules that register more recipes when imported (issue 5 adds "dlguide_core.training.tf_recipes"; issue 13 the
 # `evaluate` job kind, a job of the store that is not training: see Recipe.kind).
-RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.tf_recipes", "dlguide_core.evaluation_job")
+RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.training.tf_recipes", "dlguide_core.jobs.evaluation_job")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
 AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
@@ -187,7 +187,7 @@ class Recipe:
     config_cls: type
     entry: str  # "package.module:function", imported lazily
     summary: str
-    arch: str | None = None  # the dlguide_core.models architecture, for PyTorch recipes
+    arch: str | None = None  # the dlguide_core.vision.models architecture, for PyTorch recipes
     kind: str = "train"  # "train", or "evaluate" (issue 13): no curves, checkpoint nor TensorBoard files
 
     def run_function(self) -> Callable[[Any, RunContext], RunResult]:
@@ -253,13 +253,13 @@ def is_training(recipe: str) -> bool:
 
 def _tensorflow_reason(name: str) -> str:
     try:
-        from dlguide_core.tf_recipes import tensorflow_status
+        from dlguide_core.training.tf_recipes import tensorflow_status
     except ImportError as exc:
-        return f"{name} needs dlguide_core.tf_recipes, which does not import ({exc})"
+        return f"{name} needs dlguide_core.training.tf_recipes, which does not import ({exc})"
     return tensorflow_status().reason
 
 
-register(Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training:run_recipe",
+register(Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training.loop:run_recipe",
                 "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)", arch="inception_v3"))
-register(Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training:run_recipe",
+register(Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training.loop:run_recipe",
                 "The guide's small CNN on CIFAR-10", arch="cifar_net"))

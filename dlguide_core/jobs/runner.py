@@ -1,4 +1,4 @@
-"""The job process: `python -m dlguide_core.job_runner JOB_ID`.
+"""The job process: `python -m dlguide_core.jobs.runner JOB_ID`.
 
 Started detached by jobs.launch (or run in-process by the foreground `train` CLI):
 rebuilds the recipe config from the store, runs the recipe with a StoreSink, and
@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from dlguide_core import distributed
 from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import Job, JobStore, StoreSink, dispatch
-from dlguide_core.recipes import RunContext, RunResult, get_recipe, is_training, process_slot
-from dlguide_core.sinks import ConsoleSink, TeeSink, TrainingSink
-from dlguide_core.tensorboard_export import TensorBoardSink
+from dlguide_core.jobs.store import Job, JobStore, StoreSink, dispatch
+from dlguide_core.training import distributed
+from dlguide_core.training.recipes import RunContext, RunResult, get_recipe, is_training, process_slot
+from dlguide_core.training.sinks import ConsoleSink, TeeSink, TrainingSink
+from dlguide_core.training.tensorboard_export import TensorBoardSink
 
 # Ctrl-C is a deliberate stop (cancelled); SIGTERM comes from shutdowns (interrupted, resumable).
 SIGNAL_REASONS = {signal.SIGINT: "cancel", signal.SIGTERM: "SIGTERM"}
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) == 2 and args[0] == "--join":  # another machine of a multi-node run (issue 6)
         return distributed.run_worker(None, args[1])
     if len(args) != 1:
-        print("usage: python -m dlguide_core.job_runner JOB_ID | --join DATA_DIR", file=sys.stderr)
+        print("usage: python -m dlguide_core.jobs.runner JOB_ID | --join DATA_DIR", file=sys.stderr)
         return 2
     if distributed.DistEnv.from_env().under_torchrun:  # one of torchrun's processes: see distributed.py
         return distributed.run_worker(args[0])

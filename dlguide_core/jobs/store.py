@@ -34,7 +34,7 @@ from typing import Any
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
-from dlguide_core.sinks import NullSink
+from dlguide_core.training.sinks import NullSink
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
 ACTIVE = ("queued", "running")
@@ -573,13 +573,13 @@ def max_concurrent() -> int:
 
 def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> Job:
     """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free."""
-    from dlguide_core.recipes import get_recipe
+    from dlguide_core.training.recipes import get_recipe
 
     found = get_recipe(recipe)
     if not isinstance(config, found.config_cls):
         raise JobError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
     if found.framework == "pytorch":
-        from dlguide_core import distributed
+        from dlguide_core.training import distributed
 
         # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
         distributed.check_devices(config.device, getattr(config, "sync_batchnorm", False))
@@ -613,7 +613,7 @@ def launch(store: JobStore, job: Job) -> int:
     with open(folder / "job.log", "ab") as log:
         proc = subprocess.Popen(job_command(job),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=Path(__file__).resolve().parents[1], env=env)
+                                start_new_session=True, cwd=Path(__file__).resolve().parents[2], env=env)
     store.set_pid(job.id, proc.pid)
     return proc.pid
 
@@ -621,7 +621,7 @@ def launch(store: JobStore, job: Job) -> int:
 def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
     """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
     (recipes.gpu_index: 0 when pinned to its block, else the queue's slot)."""
-    from dlguide_core.recipes import GPU_SLOT_ENV
+    from dlguide_core.training.recipes import GPU_SLOT_ENV
 
     env = {**environ, "DLGUIDE_HOME": str(settings.home())}
     pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)
@@ -651,12 +651,12 @@ def visible_devices_env(slot: int, need: int, env: dict[str, str]) -> dict[str, 
 def job_command(job: Job) -> list[str]:
     """The job process: the job runner, or torchrun's agent over N of them for a distributed job (issue 6)."""
     if job.framework == "pytorch":
-        from dlguide_core import launch  # torch-free: `jobs list` launches queued jobs without importing torch
+        from dlguide_core.jobs import launch  # torch-free: `jobs list` launches queued jobs without importing torch
 
         spec = launch.launch_spec_from_config(job.config)
         if spec.uses_torchrun:
             return launch.torchrun_command(spec, job.id)
-    return [sys.executable, "-m", "dlguide_core.job_runner", job.id]
+    return [sys.executable, "-m", "dlguide_core.jobs.runner", job.id]
 
 
 def resume(store: JobStore, job_id: str, *, start: bool = True) -> Job:

@@ -25,8 +25,8 @@ import torch
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
-from dlguide_core.models import LoadedModel
-from dlguide_core.presets import EvalPreset
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.presets import EvalPreset
 
 EXPORTERS = ("dynamo", "torchscript")
 META_PREFIX = "dlguide."
@@ -255,9 +255,9 @@ def quantize_int8(export: OnnxExport, *, force: bool = False) -> Path:
 def _calibration_batches(preset: EvalPreset) -> list[torch.Tensor]:
     from PIL import ImageOps
 
-    from dlguide_core.images import load_image
-    from dlguide_core.presets import preprocess
-    from dlguide_core.samples import bundled_samples
+    from dlguide_core.vision.images import load_image
+    from dlguide_core.vision.presets import preprocess
+    from dlguide_core.vision.samples import bundled_samples
 
     photos = [load_image(p) for p in bundled_samples().values()]
     photos += [ImageOps.mirror(p) for p in photos]

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlguide_core import backend_base, migraphx_lib, settings
-from dlguide_core.backend_base import (
+from dlguide_core import migraphx_lib, settings
+from dlguide_core.inference import backend_base
+from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
     BackendError,
@@ -36,9 +37,9 @@ from dlguide_core.backend_base import (
     sample_batch,
     short_error,
 )
-from dlguide_core.export import OnnxExport
-from dlguide_core.models import LoadedModel
-from dlguide_core.samples import bundled_samples
+from dlguide_core.inference.export import OnnxExport
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.samples import bundled_samples
 
 TITLES = {"gpu": "MIGraphX (GPU)", "cpu": "MIGraphX (CPU)"}
 # A fresh or external program must give the model's top-1 on every sample photo and logits within this

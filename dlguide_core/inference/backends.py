@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dlguide_core.backend_base import (  # noqa: F401 - re-exported: callers import them from here
+from dlguide_core.errors import DlguideError
+from dlguide_core.inference.backend_base import (  # noqa: F401 - re-exported: callers import them from here
     GRAPH_OPTIMIZATIONS,
     PRECISIONS,
     TARGETS,
@@ -28,11 +29,10 @@ from dlguide_core.backend_base import (  # noqa: F401 - re-exported: callers imp
     sample_batch,
     short_error,
 )
-from dlguide_core.backend_migraphx import TITLES as MIGRAPHX_TITLES
-from dlguide_core.backend_migraphx import MigraphxBackend, compiled_path  # noqa: F401 - re-exported
-from dlguide_core.errors import DlguideError
-from dlguide_core.export import export_onnx, quantize_int8
-from dlguide_core.models import LoadedModel
+from dlguide_core.inference.backend_migraphx import TITLES as MIGRAPHX_TITLES
+from dlguide_core.inference.backend_migraphx import MigraphxBackend, compiled_path  # noqa: F401 - re-exported
+from dlguide_core.inference.export import export_onnx, quantize_int8
+from dlguide_core.vision.models import LoadedModel
 
 # ONNX Runtime execution providers, most preferred first (CPU is always last and always there).
 ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",

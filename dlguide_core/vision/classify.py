@@ -10,9 +10,9 @@ import torch
 from PIL import Image
 
 from dlguide_core.errors import ImageError
-from dlguide_core.images import load_image
-from dlguide_core.models import LoadedModel
-from dlguide_core.presets import preprocess
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.presets import preprocess
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from dlguide_core.models import LoadedModel
-from dlguide_core.presets import GUIDE_EVAL, EvalPreset, denormalize, preprocess
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.presets import GUIDE_EVAL, EvalPreset, denormalize, preprocess
 
 TARGET_LAYER = "Mixed_7c"
 

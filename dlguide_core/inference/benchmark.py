@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlguide_core.backends import (
+from dlguide_core.errors import DlguideError
+from dlguide_core.inference.backends import (
     Backend,
     BackendOptions,
     BackendUnavailable,
@@ -30,8 +31,7 @@ from dlguide_core.backends import (
     prepare_backend,
     sample_batch,
 )
-from dlguide_core.errors import DlguideError
-from dlguide_core.models import LoadedModel
+from dlguide_core.vision.models import LoadedModel
 
 DEFAULT_BATCH_SIZES = (1, 8, 32)
 ROW_KEYS = ("backend", "provider", "batch_size", "p50_ms", "p95_ms", "images_per_s", "max_abs_diff",

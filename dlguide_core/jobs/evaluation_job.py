@@ -24,8 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.jobs import Job, JobStore, job_dir
-from dlguide_core.recipes import DEVICE_CHOICES, ConfigError, Recipe, RunContext, RunResult, gpu_index, register
+from dlguide_core.jobs.store import Job, JobStore, job_dir
+from dlguide_core.training.recipes import (
+    DEVICE_CHOICES,
+    ConfigError,
+    Recipe,
+    RunContext,
+    RunResult,
+    gpu_index,
+    register,
+)
 
 EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"
@@ -120,7 +128,7 @@ def _device(device: str, slot: int) -> str | None:
 def run_evaluation(cfg: EvaluateConfig, ctx: RunContext) -> RunResult:
     """The job's run function: score, report images done as steps, write evaluation.json."""
     from dlguide_core.evaluation import evaluate_model
-    from dlguide_core.models import load_model
+    from dlguide_core.vision.models import load_model
 
     sink, start, reported = ctx.sink, time.perf_counter(), [0]
     loaded = load_model(cfg.weights, device=_device(cfg.device, ctx.slot))
@@ -148,5 +156,5 @@ def run_evaluation(cfg: EvaluateConfig, ctx: RunContext) -> RunResult:
     return RunResult("completed", result.images, 1)
 
 
-register(Recipe(EVALUATE_RECIPE, "pytorch", EvaluateConfig, "dlguide_core.evaluation_job:run_evaluation",
+register(Recipe(EVALUATE_RECIPE, "pytorch", EvaluateConfig, "dlguide_core.jobs.evaluation_job:run_evaluation",
                 "Evaluate weights on a held-out split (a long evaluation)", kind="evaluate"))

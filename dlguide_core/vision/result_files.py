@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from dlguide_core.classify import ImageResult
+from dlguide_core.vision.classify import ImageResult
 
 RESULT_COLUMNS = ("image", "rank", "label", "index", "probability")
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 import torch
 from PIL import Image
 
-from dlguide_core.classify import Prediction, top_k
 from dlguide_core.errors import DlguideError
-from dlguide_core.images import load_image
-from dlguide_core.models import LoadedModel
-from dlguide_core.presets import preprocess
-from dlguide_core.samples import bundled_samples
+from dlguide_core.vision.classify import Prediction, top_k
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import LoadedModel
+from dlguide_core.vision.presets import preprocess
+from dlguide_core.vision.samples import bundled_samples
 
 if TYPE_CHECKING:
-    from dlguide_core.backend_base import Backend
+    from dlguide_core.inference.backend_base import Backend
 
 DEFAULT_IDLE_S = 60.0
 ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
@@ -105,7 +105,7 @@ def fastest_runner(loaded: LoadedModel) -> Runner:
     Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
     (a cache of the model, never of visitor data).
     """
-    from dlguide_core import backends
+    from dlguide_core.inference import backends
 
     choice = backend_choice()
     why = f"DLGUIDE_KIOSK_BACKEND={choice}"
@@ -126,7 +126,7 @@ RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per conte
 def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
     """`backends.prepare_fastest`, then, on a CPU host, the contenders it names (MIGraphX (CPU) against
     ONNX Runtime) prepared and timed on one sample photo: the fastest p50 wins. Returns it and the ranking."""
-    from dlguide_core import backends
+    from dlguide_core.inference import backends
 
     best = backends.prepare_fastest(loaded)
     contenders = backends.cpu_contenders(backends.fastest_available(loaded)) if best.name == "onnxruntime" else []
@@ -154,7 +154,7 @@ def measure_once_ms(backend: Backend, batch: torch.Tensor) -> float:
 
 
 def measure_p50_ms(backend: Backend, batch: torch.Tensor) -> float:
-    from dlguide_core.benchmark import latency_stats, time_runs
+    from dlguide_core.inference.benchmark import latency_stats, time_runs
 
     times = time_runs(lambda: backend.run(batch), warmup=RANKING_WARMUP, iters=RANKING_ITERS)
     return latency_stats(times, len(batch))["p50_ms"]

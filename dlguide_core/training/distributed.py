@@ -33,9 +33,9 @@ from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.launch import DistributedError
-from dlguide_core.recipes import gpu_index, process_slot
-from dlguide_core.sinks import NullSink, TrainingSink
+from dlguide_core.jobs.launch import DistributedError
+from dlguide_core.training.recipes import gpu_index, process_slot
+from dlguide_core.training.sinks import NullSink, TrainingSink
 
 TIMEOUT_S = 600  # a collective that waits longer than this fails instead of hanging forever
 
@@ -352,7 +352,7 @@ def _reclaim(store: Any, job_id: str, env: DistEnv) -> bool:
 
 
 def _writer_payload(store: Any, job_id: str, env: DistEnv) -> dict[str, Any]:
-    from dlguide_core.jobs import job_dir
+    from dlguide_core.jobs.store import job_dir
 
     if not _reclaim(store, job_id, env):
         return {"action": "exit"}
@@ -399,8 +399,8 @@ def _local_sinks(env: DistEnv, store: Any, job_id: str) -> tuple[Any, TrainingSi
     if not env.is_writer:
         local = StopFlagSink()
         return local, RankZeroSink(local, env)
-    from dlguide_core.jobs import StoreSink
-    from dlguide_core.sinks import ConsoleSink, TeeSink
+    from dlguide_core.jobs.store import StoreSink
+    from dlguide_core.training.sinks import ConsoleSink, TeeSink
 
     store_sink = StoreSink(store.path, job_id)
     return store_sink, RankZeroSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
@@ -408,7 +408,7 @@ def _local_sinks(env: DistEnv, store: Any, job_id: str) -> tuple[Any, TrainingSi
 
 def _outcome(env: DistEnv, result: Any, exc: BaseException | None, local: Any) -> tuple[str | None, str | None, int]:
     """(final status or None to leave the job running for a torchrun restart, error, exit code)."""
-    from dlguide_core.job_runner import _final_status
+    from dlguide_core.jobs.runner import _final_status
 
     if exc is None:
         status, error = _final_status(result, local)
@@ -429,8 +429,8 @@ def _short(exc: BaseException) -> str:
 
 
 def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:
-    from dlguide_core.jobs import job_dir
-    from dlguide_core.recipes import RunContext, get_recipe
+    from dlguide_core.jobs.store import job_dir
+    from dlguide_core.training.recipes import RunContext, get_recipe
 
     recipe = get_recipe(payload["recipe"])
     config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
@@ -446,8 +446,8 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
     """Each torchrun process: `job_runner JOB_ID` on the job's machine, `job_runner --join DATA` elsewhere."""
     import traceback
 
-    from dlguide_core.job_runner import _stop_on_signals
-    from dlguide_core.jobs import JobStore, dispatch
+    from dlguide_core.jobs.runner import _stop_on_signals
+    from dlguide_core.jobs.store import JobStore, dispatch
 
     die_with_parent()
     env = DistEnv.from_env()

@@ -110,7 +110,7 @@ def load_fashion_mnist(data: str | Path = "") -> ArrayData:
             f"under the data roots (e.g. {settings.home() / 'data' / 'fashion-mnist'}) and pick it")
     if offline():
         raise DatasetError(f"Fashion-MNIST is not available offline: {hint}")
-    from dlguide_core.tf_recipes import import_tensorflow
+    from dlguide_core.training.tf_recipes import import_tensorflow
 
     import_tensorflow()  # TensorFlow with its process settings, before Keras loads it
     from keras import datasets

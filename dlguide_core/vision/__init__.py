@@ -1,0 +1,1 @@
+"""dlguide_core.vision."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,6 +16,7 @@ import torch
 
 import serve
 from dlguide_core.vision.models import standin_imagenet_state
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -75,7 +75,7 @@ def fake_imagenet(imagenet_state_file: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture(scope="session")
 def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A tiny CIFAR CNN checkpoint and its ONNX export, made once per session (read-only)."""
-    from tests.compiled_helpers import exported_cifar
+    from tests.support.compiled_helpers import exported_cifar
 
     return exported_cifar(tmp_path_factory.mktemp("cifar_export"))
 
@@ -84,7 +84,7 @@ def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def cifar(cifar_files):
     """The tiny CIFAR model, its export already in this test's DLGUIDE_HOME cache."""
     from dlguide_core.vision.models import load_model
-    from tests.compiled_helpers import seed_export_cache
+    from tests.support.compiled_helpers import seed_export_cache
 
     loaded = load_model(str(cifar_files[0]), device="cpu")
     seed_export_cache(loaded, cifar_files[1])
@@ -97,12 +97,6 @@ def sample_jpeg() -> Path:
 
 
 # ---------------------------------------------------------------- browser tests
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 300.0) -> None:
@@ -129,7 +123,7 @@ def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen] = []
 
     def start(**env_overrides: str) -> str:
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, **{k: str(v) for k, v in env_overrides.items()}}
         log = open(tmp_path / f"streamlit-{port}.log", "wb")  # noqa: SIM115 - closed with the process
         # `make run`'s command line (serve.py, .streamlit/config.toml); only the port and the environment differ

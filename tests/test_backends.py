@@ -1,5 +1,5 @@
 """Backends: availability and reasons, ONNX Runtime, eager/torch.compile, and the MIGraphX adapter's
-`gpu` target against a FAKE migraphx module (tests/fake_migraphx.py): the only target the real build
+`gpu` target against a FAKE migraphx module (tests/support/fake_migraphx.py): the only target the real build
 here cannot reach. The real library (cpu and ref targets) is tested in tests/test_migraphx_real.py."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dlguide_core.inference.backends import (
 )
 from dlguide_core.vision.classify import classify_sources, predict_logits
 from dlguide_core.vision.samples import bundled_samples
-from tests.fake_migraphx import FakeMigraphx
+from tests.support.fake_migraphx import FakeMigraphx
 
 
 @pytest.fixture

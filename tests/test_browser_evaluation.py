@@ -6,7 +6,7 @@ import pytest
 
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
-from tests.test_evaluation_page import finished_job
+from tests.support.jobs import finished_job
 
 
 @pytest.mark.browser

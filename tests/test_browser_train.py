@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -22,9 +22,10 @@ def cancel_jobs_after():
                 store.request_cancel(job.id)
             except jobs.JobError:  # already ended
                 continue
-        deadline = time.monotonic() + 60  # let it stop, so it does not load the tests after it
-        while time.monotonic() < deadline and any(j.status == "running" for j in store.list_jobs()):
-            time.sleep(0.5)
+        try:  # let it stop, so it does not load the tests after it
+            wait_for(lambda: not any(j.status == "running" for j in store.list_jobs()), timeout=60, every=0.5)
+        except AssertionError:
+            pass  # teardown: the test's own outcome stands
     finally:
         store.close()
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.apptest import open_app
-from tests.test_classify import guide_snippet
+from tests.support.apptest import open_app
+from tests.support.guide import guide_snippet
 
 
 def test_missing_imagenet_weights_explain_and_offer_download(tmp_path, monkeypatch):

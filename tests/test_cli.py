@@ -73,7 +73,7 @@ def test_module_entry_point_and_parity_with_the_guide(fake_imagenet, sample_jpeg
     import torch
     from torchvision.models import inception_v3
 
-    from tests.test_classify import guide_snippet
+    from tests.support.guide import guide_snippet
 
     proc = subprocess.run([sys.executable, "-m", "dlguide_core", "classify", str(sample_jpeg), "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)

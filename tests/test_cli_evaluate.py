@@ -12,7 +12,7 @@ from PIL import Image
 
 from dlguide_core.cli import main
 from dlguide_core.data.datasets import write_toy_dataset
-from tests.test_evaluation import _toy_checkpoint
+from tests.support.checkpoints import toy_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"top1", "top5", "loss", "per_class", "confusion", "images", "images_per_s"}
@@ -27,7 +27,7 @@ def run_cli(capsys, *argv):
 @pytest.fixture
 def toy(tmp_path: Path) -> tuple[Path, Path]:
     data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=1, val_per_class=3)
-    return data, _toy_checkpoint(tmp_path / "c.pt", ("class_0", "class_1", "class_2"))
+    return data, toy_checkpoint(tmp_path / "c.pt", ("class_0", "class_1", "class_2"))
 
 
 def test_evaluate_json_keys(capsys, toy) -> None:
@@ -84,7 +84,7 @@ def test_usage_errors_exit_2(capsys, toy, tmp_path, argv, message) -> None:
 
 def test_wrong_classes_and_bad_flags_exit_2(capsys, toy, tmp_path) -> None:
     data, _ = toy
-    other = _toy_checkpoint(tmp_path / "other.pt", ("cat", "dog"))
+    other = toy_checkpoint(tmp_path / "other.pt", ("cat", "dog"))
     code, _, err = run_cli(capsys, "evaluate", "--weights", str(other), "--data", str(data))
     assert code == 2 and "not trained on class" in err
     for bad in (["--limit", "0"], ["--batch-size", "x"], []):

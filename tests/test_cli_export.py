@@ -12,7 +12,7 @@ import pytest
 from dlguide_core.cli import main
 from dlguide_core.inference.backends import BackendError, OnnxRuntimeBackend
 from dlguide_core.inference.benchmark import ROW_KEYS
-from tests.compiled_helpers import write_cifar_checkpoint
+from tests.support.compiled_helpers import write_cifar_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from dlguide_core.cli import bench as cli_bench
 from dlguide_core.cli import export as cli_export
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
+from tests.support.waiting import wait_until_done
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "tensorflow", "keras", "onnxruntime", "onnx", "migraphx")
@@ -88,8 +89,6 @@ def test_jobs_list_launches_a_queued_job_without_importing_heavy_libraries(proce
     queued = store.create("cifar_net", "pytorch", {**cfg.__dict__})
     code, heavy = _loaded_by("jobs", "list", "--json")
     assert code == 0 and heavy == []
-    deadline = time.monotonic() + 240
-    while (job := store.get(queued.id)).status in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.5)
+    job = wait_until_done(store, queued.id, timeout=240)
     assert job.status == "failed" and job.pid is not None, job  # launched, then failed on the missing folder
     store.close()

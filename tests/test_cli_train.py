@@ -12,7 +12,8 @@ import pytest
 from dlguide_core.cli import main
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
-from tests.test_datasets import tree, write_tiny_imagenet
+from tests.support.tiny_imagenet import tree, write_tiny_imagenet
+from tests.support.waiting import wait_until_done
 
 
 def cli_json(capsys, *argv: str):
@@ -124,11 +125,7 @@ def test_train_detach_json_returns_at_once_and_the_job_runs(tmp_path: Path, caps
     code, out = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "1",
                          "--workers", "0", "--detach", "--json")
     assert code == 0 and list(out) == ["job_id"] and time.monotonic() - started < 30
-    store = JobStore()
-    deadline = time.monotonic() + 120
-    while store.get(out["job_id"]).status in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert store.get(out["job_id"]).status == "succeeded"
+    assert wait_until_done(JobStore(), out["job_id"], timeout=120).status == "succeeded"
     assert main(["jobs", "resume", out["job_id"]]) == 1  # a finished job cannot be resumed
     assert "only cancelled, interrupted, failed" in capsys.readouterr().err
 
@@ -136,7 +133,7 @@ def test_train_detach_json_returns_at_once_and_the_job_runs(tmp_path: Path, caps
 @pytest.mark.slow
 def test_jobs_cancel_and_resume_detach_through_the_cli(tmp_path: Path, capsys) -> None:
     """`jobs cancel ID` stops a running job with a checkpoint; `jobs resume ID --detach` finishes it."""
-    from tests.test_jobs import wait_for
+    from tests.support.waiting import wait_for
 
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=40, val_per_class=1)
     code, out = cli_json(capsys, "train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "50",
@@ -177,10 +174,7 @@ def test_tf_recipe_without_data_downloads_and_offline_fails_with_what_to_fetch(c
     store = JobStore()
     job = store.get(out["job_id"])
     assert job.config["data"] == ""  # the recipe's own download
-    deadline = time.monotonic() + 180
-    while job.status in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        job = store.get(out["job_id"])
+    job = wait_until_done(store, out["job_id"], timeout=180)
     assert job.status == "failed"  # tests run with DLGUIDE_OFFLINE=1
     assert "Fashion-MNIST is not available offline" in job.error and "idx" in job.error
 

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from dlguide_core import migraphx_lib
 from dlguide_core.inference import benchmark
 from dlguide_core.vision.models import load_model
-from tests.apptest import open_app
-from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
+from tests.support.apptest import open_app
+from tests.support.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 
 
 @pytest.fixture

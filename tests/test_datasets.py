@@ -6,36 +6,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 from dlguide_core.data import datasets
 from dlguide_core.data.datasets import DatasetError, detect, load_data, prepare_tiny_imagenet
+from tests.support.tiny_imagenet import WNIDS, tree, write_tiny_imagenet
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
-WNIDS = ("n01443537", "n02124075", "n07749582")
 
 
-def write_tiny_imagenet(root: Path, per_class: int = 3, val_per_class: int = 2, size: int = 16) -> Path:
-    """The zip's layout: train/<wnid>/images/*.JPEG + boxes, val/images + val_annotations.txt."""
-    lines = []
-    for c, wnid in enumerate(WNIDS):
-        images = root / "train" / wnid / "images"
-        images.mkdir(parents=True)
-        (root / "train" / wnid / f"{wnid}_boxes.txt").write_text("")
-        for i in range(per_class):
-            Image.new("RGB", (size, size), (80 * c, 40, 200 - 60 * c)).save(images / f"{wnid}_{i}.JPEG")
-        for i in range(val_per_class):
-            name = f"val_{c * val_per_class + i}.JPEG"
-            (root / "val" / "images").mkdir(parents=True, exist_ok=True)
-            Image.new("RGB", (size, size), (80 * c, 40, 200 - 60 * c)).save(root / "val" / "images" / name)
-            lines.append(f"{name}\t{wnid}\t0\t0\t{size}\t{size}")
-    (root / "val" / "val_annotations.txt").write_text("\n".join(lines) + "\n")
-    (root / "wnids.txt").write_text("\n".join(WNIDS) + "\n")
-    return root
-
-
-def tree(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
 def test_prepare_moves_val_into_class_folders_and_is_idempotent(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-from tests.apptest import open_app
+from tests.support.apptest import open_app
 
 
 def test_devices_page_renders_report_and_checks():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,8 @@ from dlguide_core.training import distributed as D
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.models import load_model
+from tests.support.ports import free_port
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,12 +154,6 @@ def test_a_writer_rank_that_is_not_this_one_stays_silent() -> None:
 # ------------------------------------------------------------------ real process groups (Gloo on the CPU)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _toy_worker(rank: int, world: int, batch: int, port: int, out: str) -> None:
     """A deterministic toy run through the real DDP pieces; the writer saves what it recorded."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
@@ -198,7 +193,7 @@ def _toy_run(tmp_path: Path, world: int, batch: int) -> dict:
     out = tmp_path / f"toy-{world}.json"
     # world 1 runs in a child too: the worker sets RANK/WORLD_SIZE and one torch thread, which must not
     # leak into the tests that run after it in this process
-    mp.spawn(_toy_worker, args=(world, batch, _free_port(), str(out)), nprocs=world, join=True)
+    mp.spawn(_toy_worker, args=(world, batch, free_port(), str(out)), nprocs=world, join=True)
     return json.loads(out.read_text())
 
 
@@ -220,7 +215,7 @@ def test_share_checkpoint_replaces_a_missing_or_stale_copy_on_another_machine(tm
     if other_copy is not None:
         other.parent.mkdir()
         other.write_bytes(other_copy)
-    mp.spawn(_share_worker, args=(_free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_share_worker, args=(free_port(), str(tmp_path)), nprocs=2, join=True)
     assert other.read_bytes() == b"current" and writer.read_bytes() == b"current"
     assert not list(tmp_path.rglob("*.tmp"))
 
@@ -245,20 +240,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def _wait(predicate, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
 def _job_processes(store: JobStore, job_id: str) -> tuple[psutil.Process, list[psutil.Process]]:
     agent = psutil.Process(store.get(job_id).pid)
     assert "torch.distributed.run" in agent.cmdline()
-    workers = _wait(lambda: len(agent.children()) == 2 and agent.children(), 60, "two workers")
+    workers = wait_for(lambda: len(agent.children()) == 2 and agent.children(), 60, what="two workers")
     return agent, workers
 
 
@@ -310,9 +295,9 @@ def test_killing_one_rank_interrupts_the_job_and_leaves_no_process(toy_data: Pat
     assert out.returncode == 0, out.stderr[-2000:]
     store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
     agent, workers = _job_processes(store, job_id)
-    _wait(lambda: store.last_step(job_id), 180, "the first step")
+    wait_for(lambda: store.last_step(job_id), 180, what="the first step")
     next(p for p in workers if _rank(p) == "1").kill()
-    job = _wait(lambda: (j := store.get(job_id)).status != "running" and j, 60, "the job to leave running")
+    job = wait_for(lambda: (j := store.get(job_id)).status != "running" and j, 60, what="the job to leave running")
     assert job.status == "interrupted" and "rank" in job.error
     assert _left_alive([agent, *workers], 30) == []
 
@@ -324,10 +309,10 @@ def test_a_dead_rank_within_max_restarts_resumes_from_the_checkpoint(toy_data: P
     assert out.returncode == 0, out.stderr[-2000:]
     store, job_id = JobStore(), json.loads(out.stdout)["job_id"]
     agent, workers = _job_processes(store, job_id)
-    _wait(lambda: (j := store.get(job_id)).status == "running" and (j.checkpoint_step or 0) >= 4, 180,
-          "a checkpoint")  # 100 toy epochs: seconds of room to kill a rank while the job still runs
+    wait_for(lambda: (j := store.get(job_id)).status == "running" and (j.checkpoint_step or 0) >= 4, 180,
+             what="a checkpoint")  # 100 toy epochs: seconds of room to kill a rank while the job still runs
     next(p for p in workers if _rank(p) == "1").kill()
-    job = _wait(lambda: (j := store.get(job_id)).status not in ("running", "interrupted") and j, 300, "the end")
+    job = wait_for(lambda: (j := store.get(job_id)).status not in ("running", "interrupted") and j, 300, what="the end")
     assert job.status == "succeeded" and job.attempts == 2, job.error
     assert store.steps(job_id)["step"] == list(range(1, 201))  # one curve: redone steps replace, none missing
     assert "resuming from its checkpoint" in job.log_path.read_text()
@@ -338,7 +323,7 @@ def test_a_dead_rank_within_max_restarts_resumes_from_the_checkpoint(toy_data: P
 
 
 def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path: Path, monkeypatch) -> None:
-    from tests.apptest import open_app
+    from tests.support.apptest import open_app
 
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
     monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
@@ -359,7 +344,7 @@ def test_train_page_offers_devices_and_shows_the_other_machines_command(tmp_path
 
 
 def test_train_page_refuses_a_bad_rendezvous_endpoint_at_submit(tmp_path: Path, monkeypatch) -> None:
-    from tests.apptest import open_app
+    from tests.support.apptest import open_app
 
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
     monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))

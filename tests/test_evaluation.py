@@ -22,9 +22,9 @@ from dlguide_core.evaluation import (
     pick,
     top_confusions,
 )
-from dlguide_core.vision.checkpoints import save_checkpoint
-from dlguide_core.vision.models import CifarNet, LoadedModel, imagenet_class_names, load_model
-from dlguide_core.vision.presets import CIFAR_EVAL, EvalPreset
+from dlguide_core.vision.models import LoadedModel, imagenet_class_names, load_model
+from dlguide_core.vision.presets import EvalPreset
+from tests.support.checkpoints import toy_checkpoint
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 
@@ -121,16 +121,11 @@ def test_imagenet_model_refuses_data_without_synset_ids(tmp_path: Path) -> None:
         evaluate_model(_imagenet_like(RedBlueDetector()), data)
 
 
-def _toy_checkpoint(path: Path, classes: tuple[str, ...]) -> Path:
-    torch.manual_seed(0)
-    return save_checkpoint(path, {"arch": "cifar_net", "arch_kwargs": {"num_classes": len(classes)},
-                                  "class_names": list(classes), "preset": CIFAR_EVAL.to_dict(),
-                                  "model": CifarNet(len(classes)).state_dict(), "job_id": "t", "epoch": 1})
 
 
 def test_checkpoint_on_toy_imagefolder(tmp_path: Path) -> None:
     data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=1, val_per_class=4)
-    loaded = load_model(str(_toy_checkpoint(tmp_path / "c.pt", ("class_0", "class_1", "class_2"))), device="cpu")
+    loaded = load_model(str(toy_checkpoint(tmp_path / "c.pt", ("class_0", "class_1", "class_2"))), device="cpu")
     seen = []
     result = evaluate_model(loaded, data, batch_size=5, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(5, 12), (10, 12), (12, 12)]
@@ -144,7 +139,7 @@ def test_checkpoint_on_toy_imagefolder(tmp_path: Path) -> None:
 
 def test_checkpoint_trained_on_other_classes_is_refused(tmp_path: Path) -> None:
     data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=1, val_per_class=1)
-    loaded = load_model(str(_toy_checkpoint(tmp_path / "c.pt", ("cat", "dog", "class_2"))), device="cpu")
+    loaded = load_model(str(toy_checkpoint(tmp_path / "c.pt", ("cat", "dog", "class_2"))), device="cpu")
     with pytest.raises(EvaluationError, match="class_0"):
         label_space(loaded, ("class_0", "class_1", "class_2"), ("class_0", "class_1", "class_2"))
     with pytest.raises(EvaluationError, match="no test/ folder"):

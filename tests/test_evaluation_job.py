@@ -29,7 +29,8 @@ from dlguide_core.training.recipes import ConfigError, get_recipe, is_training, 
 from dlguide_core.training.sinks import NullSink
 from dlguide_core.training.tensorboard_export import export_job
 from dlguide_core.vision.models import job_checkpoints, load_model
-from tests.test_evaluation import _toy_checkpoint
+from tests.support.checkpoints import toy_checkpoint
+from tests.support.waiting import wait_for, wait_until_done
 
 CLASSES = ("class_0", "class_1", "class_2")
 TIMINGS = ("seconds", "images_per_s")  # the only keys allowed to differ between two runs
@@ -38,7 +39,7 @@ TIMINGS = ("seconds", "images_per_s")  # the only keys allowed to differ between
 @pytest.fixture
 def toy(tmp_path: Path) -> tuple[Path, Path]:
     data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=1, val_per_class=4)
-    return data, _toy_checkpoint(tmp_path / "c.pt", CLASSES)
+    return data, toy_checkpoint(tmp_path / "c.pt", CLASSES)
 
 
 def _without_timings(result: dict) -> dict:
@@ -66,10 +67,9 @@ class _Watch(NullSink):
             self.store.request_cancel(self.job_id)
             time.sleep(1.0)  # the store sink polls the cancel flag every 0.25 s
         if step == 5:  # mid-run: wait for the store sink's writer to commit what was reported so far
-            deadline = time.monotonic() + 10
-            while (summary := self.store.summary(self.store.get(self.job_id, refresh=False)))["step"] is None:
-                assert time.monotonic() < deadline, "no progress in the store while the job runs"
-                time.sleep(0.05)
+            summary = wait_for(lambda: (s := self.store.summary(self.store.get(self.job_id, refresh=False)))
+                               ["step"] is not None and s, timeout=10, every=0.05,
+                               what="progress in the store while the job runs")
             self.seen.append(summary)
 
 
@@ -140,10 +140,8 @@ def test_cli_detach_queues_a_job_and_jobs_show_holds_the_result(capsys, toy) -> 
     code, out, _ = _cli(capsys, *args, "--detach")
     assert code == 0 and set(json.loads(out)) == {"job_id"}
     job_id = json.loads(out)["job_id"]
-    store, deadline = jobs.JobStore(), time.monotonic() + 120
-    while (job := store.get(job_id)).status in jobs.ACTIVE:  # a real detached process
-        assert time.monotonic() < deadline, job.log_path.read_text()
-        time.sleep(0.2)
+    store = jobs.JobStore()
+    job = wait_until_done(store, job_id, timeout=120)  # a real detached process
     assert job.status == "succeeded", job.log_path.read_text()
     code, out, _ = _cli(capsys, "jobs", "show", job_id, "--json")
     shown = json.loads(out)

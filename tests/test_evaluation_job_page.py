@@ -4,19 +4,19 @@ a new session (a reload, another tab) finds that result again. Short ones stay i
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, stored_result
-from dlguide_core.jobs.store import ACTIVE, JobStore
-from tests.apptest import open_app
-from tests.test_evaluation_page import _charts, finished_job
+from dlguide_core.jobs.store import JobStore
+from tests.support.apptest import open_app
+from tests.support.charts import plotly_charts
+from tests.support.jobs import finished_job
+from tests.support.waiting import wait_until_done
 
 
 def _shows_result(at) -> bool:
-    return any(t.startswith("Confusion matrix") for t in _charts(at))
+    return any(t.startswith("Confusion matrix") for t in plotly_charts(at))
 
 
 @pytest.mark.slow
@@ -34,10 +34,7 @@ def test_a_long_evaluation_runs_as_a_job_and_its_result_survives_a_reload(tmp_pa
     assert not _shows_result(at)
     texts = [e.proto.text for e in at.get("progress")] + [i.value for i in at.info]
     assert any(f"Evaluation job {evaluation.id}" in t for t in texts), texts  # its progress (or its queue place)
-    deadline = time.monotonic() + 120
-    while store.get(evaluation.id).status in ACTIVE:
-        assert time.monotonic() < deadline, evaluation.log_path.read_text()
-        time.sleep(0.3)
+    wait_until_done(store, evaluation.id, timeout=120)
     at.run()  # the fragment's next poll reruns the page; AppTest has no timer, so rerun by hand
     assert not at.exception, at.exception
     assert store.get(evaluation.id).status == "succeeded" and _shows_result(at)
@@ -75,10 +72,7 @@ def test_classify_runs_a_long_evaluation_of_a_checkpoint_as_a_job(tmp_path, monk
     assert not at.exception, at.exception
     evaluation = next(j for j in store.list_jobs() if j.recipe == EVALUATE_RECIPE)
     assert evaluation.config["weights"] == checkpoint and evaluation.config["split"] == "val"
-    deadline = time.monotonic() + 120
-    while store.get(evaluation.id).status in ACTIVE:
-        assert time.monotonic() < deadline, evaluation.log_path.read_text()
-        time.sleep(0.3)
+    wait_until_done(store, evaluation.id, timeout=120)
     at.run()
     assert not at.exception and _shows_result(at)
     at.selectbox(key="classify_weights").set_value(other).run()  # other weights: not this job's result

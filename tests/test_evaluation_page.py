@@ -3,45 +3,19 @@ the comparison table of the selected runs, and Classify's result downloads."""
 
 from __future__ import annotations
 
-import json
-import os
-import time
-from pathlib import Path
-
 import pytest
 from PIL import Image
 
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
-from dlguide_core.training.recipes import get_recipe
-from tests.apptest import open_app
-from tests.test_evaluation import _toy_checkpoint
-
-CLASSES = ("class_0", "class_1", "class_2")
-
-
-def finished_job(store: JobStore, data: Path, lr: float, top1: float, checkpoint: bool = True) -> str:
-    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=1, lr=lr)
-    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
-    store.claim(job.id, os.getpid())
-    store.set_plan(job.id, 2, 1, CLASSES)
-    store.add_steps([(job.id, s, 0, 1.0, lr, 40.0, time.time(), None) for s in (1, 2)])
-    store.add_epoch(job.id, 0, {"train_loss": 1.0, "val_loss": 0.9, "top1": top1, "top5": 100.0})
-    if checkpoint:
-        path = _toy_checkpoint(job.job_dir / "checkpoint.pt", CLASSES)
-        store.set_checkpoint(job.id, path, 2, 1)
-    store.finish(job.id, "succeeded")
-    return job.id
+from tests.support.apptest import open_app
+from tests.support.charts import plotly_charts
+from tests.support.jobs import finished_job
 
 
 def _frame_with(at, column: str):
     """The dataframe holding `column` (AppTest does not keep dataframe keys)."""
     return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
-def _charts(at) -> dict[str, dict]:
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return {s["layout"].get("title", {}).get("text", ""): s for s in specs}
 
 
 def test_train_page_evaluates_a_finished_job(tmp_path, monkeypatch) -> None:
@@ -53,7 +27,7 @@ def test_train_page_evaluates_a_finished_job(tmp_path, monkeypatch) -> None:
     assert at.selectbox(key="train_eval_data").value.path.resolve() == data.resolve()  # the job's own data
     at.button(key="train_eval_run").click().run()
     assert not at.exception, at.exception
-    charts = _charts(at)
+    charts = plotly_charts(at)
     heatmap = next(s for t, s in charts.items() if t.startswith("Confusion matrix"))
     assert heatmap["data"][0]["type"] == "heatmap" and len(heatmap["data"][0]["y"]) == 3
     assert "predicted: %{x}" in heatmap["data"][0]["hovertemplate"]
@@ -102,4 +76,4 @@ def test_classify_evaluates_imagenet_weights_as_a_restricted_score(fake_imagenet
     at.button(key="classify_eval_run").click().run()
     assert not at.exception, at.exception
     assert any("Restricted-label score" in i.value for i in at.info)
-    assert any(t.startswith("Confusion matrix") for t in _charts(at))
+    assert any(t.startswith("Confusion matrix") for t in plotly_charts(at))

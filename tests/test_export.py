@@ -15,7 +15,7 @@ from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import CIFAR10_CLASSES, load_model
 from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, preprocess
-from tests.compiled_helpers import seed_export_cache, write_cifar_checkpoint
+from tests.support.compiled_helpers import seed_export_cache, write_cifar_checkpoint
 
 
 def _session(path: str | Path) -> ort.InferenceSession:

@@ -5,7 +5,6 @@ without one (this project's CI), run on a lent GPU machine with `pytest -m gpu`.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,18 @@ from dlguide_core.training.recipes import get_recipe
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
 from dlguide_core.vision.samples import bundled_samples
+from tests.support.waiting import FINAL
+from tests.support.waiting import wait_for as support_wait_for
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 DOG = ROOT.parent / "shared" / "data" / "samples" / "dog.jpg"
-FINAL = ("succeeded", "failed", "cancelled", "interrupted")
 
 
-def wait_for(predicate, timeout: float = 300.0, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
+def wait_for(predicate, timeout: float = 300.0):
+    """tests.support.waiting.wait_for with room for a cold GPU's first CUDA initialisation."""
+    return support_wait_for(predicate, timeout=timeout)
 
 
 def photos() -> list[tuple[str, Path]]:

@@ -22,18 +22,7 @@ from dlguide_core.jobs.store import JobError, JobStore, StoreSink
 from dlguide_core.training import recipes
 from dlguide_core.training.recipes import Recipe, RunResult, get_recipe
 from dlguide_core.vision.models import job_checkpoints
-
-FINAL = ("succeeded", "failed", "cancelled", "interrupted")
-
-
-def wait_for(predicate, timeout: float = 120.0, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
+from tests.support.waiting import FINAL, wait_for
 
 
 def toy_config(tmp_path: Path, **fields):

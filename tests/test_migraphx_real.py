@@ -1,7 +1,7 @@
 """The guide's MIGraphX chapter on the REAL library: ../shared/migraphx's CPU build here (`make install` makes
 it importable), ROCm's `migraphx` on a ROCm host. Every test is skipped, with the reason, when no migraphx
 module loads. Most use the tiny CIFAR net (seconds); Inception v3 only where the issue asks for it (slow:
-~1-2 s per image on the cpu target here). The fake (tests/fake_migraphx.py) is checked against this module."""
+~1-2 s per image on the cpu target here). The fake (tests/support/fake_migraphx.py) is checked against this module."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import load_model
 from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
-from tests.compiled_helpers import dlguide_home, seed_export_cache, write_cifar_checkpoint
-from tests.fake_migraphx import FakeMigraphx
+from tests.support.compiled_helpers import dlguide_home, seed_export_cache, write_cifar_checkpoint
+from tests.support.fake_migraphx import FakeMigraphx
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_IMAGES = ROOT.parent / "shared" / "data" / "tiny-imagenet-10" / "val" / "images"
@@ -144,7 +144,7 @@ def test_devices_json_lists_what_each_target_runs(mgx):
 
 
 def test_devices_page_shows_migraphx_and_its_targets(mgx):
-    from tests.apptest import open_app
+    from tests.support.apptest import open_app
 
     at = open_app("pages/devices.py")
     assert not at.exception

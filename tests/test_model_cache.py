@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.compiled_helpers import write_cifar_checkpoint
+from tests.support.compiled_helpers import write_cifar_checkpoint
 
 
 def test_a_checkpoint_rewritten_at_the_same_path_is_not_served_stale(tmp_path: Path) -> None:

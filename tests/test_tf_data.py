@@ -11,7 +11,7 @@ import pytest
 
 from dlguide_core.data import tf_data
 from dlguide_core.data.tf_data import DatasetError
-from tests.tf_datagen import write_fashion, write_idx, write_imdb
+from tests.support.tf_datagen import write_fashion, write_idx, write_imdb
 
 
 def test_read_idx_round_trips_every_shape_and_type(tmp_path: Path) -> None:

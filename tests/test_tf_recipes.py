@@ -31,7 +31,8 @@ from dlguide_core.training.tf_recipes import (
     FashionMnistConfig,
     TextClassificationConfig,
 )
-from tests.tf_datagen import NEGATIVE, POSITIVE, fashion_arrays, write_fashion, write_imdb
+from tests.support.fake_tensorflow import fake_tf
+from tests.support.tf_datagen import NEGATIVE, POSITIVE, fashion_arrays, write_fashion, write_imdb
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
@@ -66,37 +67,19 @@ def test_tf_configs_accept_the_cuda_device_the_cli_offers() -> None:
             FashionMnistConfig(device=bad)
 
 
-class _FakeTfConfig:
-    """tf.config's GPU calls, recording what the recipe asked for (no TensorFlow import needed)."""
-
-    def __init__(self, gpus: list[str]) -> None:
-        self.gpus, self.visible, self.growth = gpus, None, []
-        self.experimental = type("Experimental", (), {"set_memory_growth": lambda _, g, on: self.growth.append(g)})()
-
-    def list_physical_devices(self, kind: str) -> list[str]:
-        return list(self.gpus)
-
-    def set_visible_devices(self, devices: list[str], kind: str) -> None:
-        self.visible = devices
-
-
-def _fake_tf(gpus: list[str]) -> Any:
-    return type("FakeTf", (), {"config": _FakeTfConfig(gpus)})()
-
-
 def test_device_cuda_maps_to_a_tensorflow_gpu_or_says_there_is_none() -> None:
-    tf = _fake_tf(["GPU:0", "GPU:1"])
+    tf = fake_tf(["GPU:0", "GPU:1"])
     tf_recipes._configure_gpus(tf, "cuda:1", slot=0)
     assert tf.config.visible == ["GPU:1"] and tf.config.growth == ["GPU:0", "GPU:1"]
-    tf = _fake_tf(["GPU:0", "GPU:1"])
+    tf = fake_tf(["GPU:0", "GPU:1"])
     tf_recipes._configure_gpus(tf, "cuda", slot=1)  # plain cuda: the GPU the queue's slot names
     assert tf.config.visible == ["GPU:1"]
     with pytest.raises(ConfigError, match="TensorFlow sees no GPU") as exc:
-        tf_recipes._configure_gpus(_fake_tf([]), "cuda", slot=0)
+        tf_recipes._configure_gpus(fake_tf([]), "cuda", slot=0)
     assert "\n" not in str(exc.value) and "--device auto or cpu" in str(exc.value)
     with pytest.raises(ConfigError, match="sees 2 GPU"):
-        tf_recipes._configure_gpus(_fake_tf(["GPU:0", "GPU:1"]), "cuda:2", slot=0)
-    tf = _fake_tf(["GPU:0"])
+        tf_recipes._configure_gpus(fake_tf(["GPU:0", "GPU:1"]), "cuda:2", slot=0)
+    tf = fake_tf(["GPU:0"])
     tf_recipes._configure_gpus(tf, "cpu", slot=0)
     assert tf.config.visible == []
 
@@ -129,12 +112,12 @@ def _python(code: str) -> str:
 
 _ONCE_PER_PROCESS = """
 import json, sys, types
-from tests.test_tf_recipes import _fake_tf
-tf = _fake_tf(["GPU:0", "GPU:1", "GPU:2"])
+from dlguide_core.training import tf_recipes  # imported first: find_spec("tensorflow") would refuse the stand-in
+from tests.support.fake_tensorflow import fake_tf
+tf = fake_tf(["GPU:0", "GPU:1", "GPU:2"])
 keras = types.ModuleType("keras")
 keras.saving = types.SimpleNamespace(get_registered_object=lambda name: object())
 sys.modules.update(tensorflow=tf, keras=keras)  # stand-ins: no GPUs here
-from dlguide_core.training import tf_recipes
 tf_recipes.tensorflow_status = lambda: tf_recipes.TensorFlowStatus(True, "stand-in")
 tf_recipes._load_triton_first = lambda: None
 pinned = []
@@ -372,7 +355,7 @@ def test_guide_standardisation_lowercases_and_strips_markup_and_punctuation() ->
 @pytest.mark.slow
 def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, jobs_home: JobStore,
                                                                      tmp_path, monkeypatch) -> None:
-    from tests.apptest import open_app
+    from tests.support.apptest import open_app
 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "no_weights"))  # the image tab stops early: no table there
     at = open_app()

@@ -12,7 +12,8 @@ from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.metrics import ema as ema_of
 from dlguide_core.training.recipes import get_recipe
-from tests.apptest import open_app
+from tests.support.apptest import open_app
+from tests.support.waiting import wait_until_done
 
 
 def _running_job_with_metrics(steps: int = 50) -> str:
@@ -66,10 +67,7 @@ def test_form_queues_a_job_that_runs(tmp_path, monkeypatch) -> None:
     store = JobStore()
     (job,) = store.list_jobs()
     assert job.config["data"] == str((tmp_path / "roots" / "toy").resolve()) and job.config["epochs"] == 1
-    deadline = time.time() + 120
-    while store.get(job.id).status in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.5)
-    assert store.get(job.id).status == "succeeded", store.get(job.id).error
+    assert wait_until_done(store, job.id, timeout=120).status == "succeeded", store.get(job.id).error
 
 
 # ------------------------------------------------------------ actions and view controls, on jobs made in the store

@@ -1,0 +1,28 @@
+"""Jobs recorded straight into the store, as a finished run would leave them (no training needed)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.training.recipes import get_recipe
+from tests.support.checkpoints import toy_checkpoint
+
+TOY_CLASSES = ("class_0", "class_1", "class_2")
+
+
+def finished_job(store: JobStore, data: Path, lr: float, top1: float, checkpoint: bool = True) -> str:
+    """A succeeded cifar_net job over TOY_CLASSES: two steps, one epoch at `top1`, and its checkpoint."""
+    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=1, lr=lr)
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    store.claim(job.id, os.getpid())
+    store.set_plan(job.id, 2, 1, TOY_CLASSES)
+    store.add_steps([(job.id, s, 0, 1.0, lr, 40.0, time.time(), None) for s in (1, 2)])
+    store.add_epoch(job.id, 0, {"train_loss": 1.0, "val_loss": 0.9, "top1": top1, "top5": 100.0})
+    if checkpoint:
+        path = toy_checkpoint(job.job_dir / "checkpoint.pt", TOY_CLASSES)
+        store.set_checkpoint(job.id, path, 2, 1)
+    store.finish(job.id, "succeeded")
+    return job.id

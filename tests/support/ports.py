@@ -1,0 +1,11 @@
+"""A free loopback TCP port (for servers and process-group rendezvous started by tests)."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

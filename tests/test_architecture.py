@@ -1,9 +1,13 @@
 """The house rules that keep the UI and the core apart, checked on the source itself."""
 
 import ast
+import re
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "dlguide_core"
@@ -149,3 +153,206 @@ def test_every_served_entry_goes_through_the_launcher():
             continue
         text = path.read_text()
         assert '"-m", "streamlit"' not in text and '"streamlit", "run"' not in text, path.name
+
+
+# --- Issue 11: the layout. Imports are read from the code (every import statement, inside functions and
+# `if TYPE_CHECKING:` too) into one module graph; the rules below are checked on it.
+
+LAYERS = {  # subpackage -> the subpackages it must never import (the arrows point one way)
+    "vision": {"training", "jobs", "data"},  # data may use vision.presets, never the other way
+    "data": {"training", "jobs"},
+    "training": {"jobs"},  # the loop reports through a sink; the store is the job process's business
+    "inference": {"training"},
+}
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "tensorflow_runtime")  # the bottom layer
+LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
+MAX_LINES = 300
+# The modules of the flat layout (before issue 11) that moved: nothing may name them any more.
+OLD_MODULES = (
+    "images", "presets", "models", "checkpoints", "classify", "gradcam", "samples", "result_files", "export",
+    "backend_base", "backend_migraphx", "backends", "benchmark", "datasets", "tf_data", "recipes", "sinks",
+    "metrics", "diagnostics", "training", "distributed", "tf_recipes", "tensorboard_export", "launch", "jobs",
+    "job_runner", "comparison", "evaluation_job", "kiosk",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    owners = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                                          ast.AsyncFunctionDef))]
+    return {id(n.body[0].value) for n in owners if n.body and isinstance(n.body[0], ast.Expr)}
+
+
+def _named_modules(tree: ast.Module) -> set[str]:
+    """dlguide_core modules named in strings: `import_module("dlguide_core.x")` (with an f-string, every module
+    its constant head may name), recipe entries "dlguide_core.x.y:function", lists of modules to import
+    (RECIPE_MODULES). Docstrings and the module after "-m" in a command line (another process) do not count."""
+    commands = {id(b) for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple))
+                for a, b in zip(n.elts, n.elts[1:]) if isinstance(a, ast.Constant) and a.value == "-m"}
+    skip = _docstrings(tree) | commands
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            match = re.fullmatch(r"(dlguide_core(?:\.\w+)*)(?::\w+)?", node.value)
+            if match and _is_module(match.group(1)):
+                found.add(match.group(1))
+        elif (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module")
+              and node.args and isinstance(node.args[0], ast.JoinedStr)):
+            head = node.args[0].values[0]  # f"dlguide_core.cli.{name}" -> "dlguide_core.cli."
+            if isinstance(head, ast.Constant) and head.value.startswith("dlguide_core."):
+                found |= {m for m in map(_module_name, CORE.rglob("*.py")) if m.startswith(head.value)}
+    return found
+
+
+def _import_graph(package: Path) -> dict[str, set[str]]:
+    """{module: the modules it imports} for every module under `package` (a folder of the repo).
+
+    Every import statement counts, wherever it sits: an import inside a function is deferred, not absent
+    (issue 11 found a six-module cycle held apart only by such imports). `from a.b import c` means the module
+    a.b.c when that is a module, else a.b; relative imports are resolved. A string naming a module the code
+    imports at run time (`importlib.import_module("dlguide_core.x")`, a recipe's entry
+    "dlguide_core.x.y:function", RECIPE_MODULES) is an edge too: the importing module depends on it as surely
+    as on an import statement, only later, and a registry that names its plug-ins this way still knows them.
+    Modules outside the repo (streamlit, torch) appear under the name written."""
+    graph = {}
+    for path in sorted(package.rglob("*.py")):
+        name, tree = _module_name(path), ast.parse(path.read_text())
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        imported = _named_modules(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here.split(".")[:len(here.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                imported |= {f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names}
+        graph[name] = imported - {name}  # a recipe naming its own run function is no cycle
+    return graph
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _shortest_cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """For every module on a cycle, the shortest cycle through it (breadth-first); distinct, shortest first."""
+    cycles = set()
+    for start in graph:
+        parents, queue = {}, deque([start])
+        while queue and start not in parents:
+            node = queue.popleft()
+            for target in sorted(graph.get(node, ())):
+                if target not in parents:
+                    parents[target] = node
+                    queue.append(target)
+        if start in parents:
+            path, node = [], parents[start]
+            while node != start:
+                path.append(node)
+                node = parents[node]
+            path = [start, *reversed(path)]
+            first = path.index(min(path))
+            cycles.add(tuple(path[first:] + path[:first]))
+    return sorted(cycles, key=lambda c: (len(c), c))
+
+
+def test_no_import_cycle_between_core_modules():
+    graph = {m: {t for t in targets if _inside(t, "dlguide_core")} for m, targets in _import_graph(CORE).items()}
+    cycles = _shortest_cycles(graph)
+    assert not cycles, "import cycles (shortest first):\n" + "\n".join(
+        " -> ".join([*c, c[0]]) for c in cycles)
+
+
+def test_the_shortest_cycle_finder_on_a_known_graph():
+    graph = {"a": {"b"}, "b": {"c", "a"}, "c": {"a"}, "d": {"d"}, "e": {"a"}}
+    assert _shortest_cycles(graph) == [("d",), ("a", "b"), ("a", "b", "c")]
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_layers_import_only_downward(layer):
+    assert (CORE / layer / "__init__.py").is_file(), f"no package dlguide_core.{layer}: update LAYERS"
+    banned = [f"dlguide_core.{b}" for b in LAYERS[layer]]
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE / layer).items()
+                       for t in targets if any(_inside(t, b) for b in banned))
+    assert not offenders, f"dlguide_core.{layer} must not import {sorted(LAYERS[layer])}:\n" + "\n".join(offenders)
+
+
+def test_base_modules_import_only_base_modules():
+    base = {f"dlguide_core.{b}" for b in BASE if (CORE / f"{b}.py").is_file()}
+    assert {"dlguide_core.settings", "dlguide_core.errors"} <= base, "the base modules moved: update BASE"
+    graph = _import_graph(CORE)
+    offenders = sorted(f"{m} imports {t}" for m in base for t in graph[m]
+                       if _inside(t, "dlguide_core") and t not in base | {"dlguide_core"})
+    assert not offenders, "base modules import no subpackage nor higher module:\n" + "\n".join(offenders)
+
+
+def test_core_never_imports_streamlit_the_ui_or_pages():
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE).items() for t in targets
+                       if any(_inside(t, ui) for ui in ("streamlit", "ui", "pages")))
+    assert not offenders, "dlguide_core stays UI-free:\n" + "\n".join(offenders)
+
+
+def test_ui_package_never_imports_pages():
+    # Shared Streamlit helpers live in ui/, one module per concept; pages/ holds only the routed pages.
+    assert (ROOT / "ui" / "__init__.py").is_file(), "no ui/ package beside pages/ for the shared UI helpers"
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(ROOT / "ui").items() for t in targets
+                       if _inside(t, "pages"))
+    assert not offenders, "ui/ must not import the pages:\n" + "\n".join(offenders)
+
+
+def test_subpackages_say_what_they_own_and_reexport_nothing():
+    problems = []
+    for folder in sorted(p for p in CORE.rglob("*") if p.is_dir() and any(p.glob("*.py"))):
+        init = folder / "__init__.py"
+        if not init.is_file():
+            problems.append(f"{folder.relative_to(ROOT)} has no __init__.py")
+            continue
+        tree = ast.parse(init.read_text())
+        doc = ast.get_docstring(tree) or ""
+        if not re.search(r"\w+(\W+\w+){4,}[.!?]", doc) or "import" not in doc:
+            problems.append(f"{init.relative_to(ROOT)}: the docstring says in a sentence what the package owns "
+                            f"and what it may import (now {doc.partition(chr(10))[0][:60]!r}...)")
+        if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree)):
+            problems.append(f"{init.relative_to(ROOT)} imports: import modules by their real path, no re-exports")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_core_module_over_the_line_limit_without_a_reason():
+    assert all(reason.strip() for reason in LONG_MODULES.values()), "every long module's entry says why"
+    long = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in CORE.rglob("*.py")}
+    long = {path: n for path, n in long.items() if n > MAX_LINES and path not in LONG_MODULES}
+    assert not long, f"modules over {MAX_LINES} lines (split by concept, or say why in LONG_MODULES): {long}"
+
+
+def test_old_flat_module_paths_are_gone():
+    leftovers = [f"dlguide_core/{old}.py" for old in OLD_MODULES if (CORE / f"{old}.py").is_file()]
+    # An old name that is now a package (jobs, training) may still be named: as the package, or with a module of it.
+    packages = "|".join(old for old in OLD_MODULES if (CORE / old / "__init__.py").is_file()) or "(?!)"
+    flat = "|".join(old for old in OLD_MODULES if not (CORE / old / "__init__.py").is_file())
+    named = re.compile(rf"\bdlguide_core\.({flat})\b|\bdlguide_core/({'|'.join(OLD_MODULES)})\.py\b"
+                       rf"|\bfrom dlguide_core import ({flat})\b")
+    in_package = re.compile(rf"\bdlguide_core\.({packages})\.(\w+)")
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for rel in tracked.splitlines():
+        path = ROOT / rel
+        if path.name == "test_architecture.py" or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue  # images, weights
+        leftovers += [f"{rel}: {m.group(0)}" for m in named.finditer(text)]
+        leftovers += [f"{rel}: {m.group(0)}" for m in in_package.finditer(text)
+                      if not _is_module(f"dlguide_core.{m.group(1)}.{m.group(2)}")]
+    assert not leftovers, "old module paths (before issue 11) still named:\n" + "\n".join(leftovers)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from dlguide_core import settings
-from pages.common import device_label
+from ui.cache import device_label
 
 st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon=":material/neurology:", layout="wide")
 

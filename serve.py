@@ -72,7 +72,7 @@ def warm_booth() -> None:
     import logging
 
     from dlguide_core.errors import DlguideError
-    from pages.common import attract_items, get_model, kiosk_runner
+    from ui.cache import attract_items, get_model, kiosk_runner
 
     # The cached functions' spinners have no session to draw in yet: Streamlit says so once per call.
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-warm", action="store_true",
                         help="booth mode: open the port at once and prepare the booth on its first visit")
     ours, streamlit_options = parser.parse_known_args(argv)
-    sys.path.insert(0, str(ROOT))  # pages.common for the warm-up, as `streamlit run` puts app.py's folder first
+    sys.path.insert(0, str(ROOT))  # ui.cache for the warm-up, as `streamlit run` puts app.py's folder first
     close_pages_directory_routing()
     from dlguide_core import settings
 

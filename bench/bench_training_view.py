@@ -18,7 +18,7 @@ import time
 
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.metrics import downsample, stride
-from pages.common import curve_figure, training_loss_figure
+from ui.charts import curve_figure, training_loss_figure
 
 
 def redraw(steps: int, rounds: int = 5, *, tensorflow: bool = False) -> None:

@@ -9,17 +9,13 @@ from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.result_files import results_csv, results_json
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
-from pages.common import (
-    backend_selectbox,
-    get_backend,
-    hide_in_kiosk,
-    precision_options,
-    require_model,
-    show_result,
-    weights_selectbox,
-)
-from pages.evaluation_ui import evaluation_form
-from pages.tensorflow_ui import tf_classify_tab
+from ui.backends import backend_selectbox, precision_options
+from ui.cache import get_backend
+from ui.evaluation import evaluation_form
+from ui.kiosk import hide_in_kiosk
+from ui.results import show_result
+from ui.tensorflow import tf_classify_tab
+from ui.weights import require_model, weights_selectbox
 
 hide_in_kiosk()
 

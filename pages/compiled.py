@@ -21,7 +21,11 @@ from dlguide_core.inference.benchmark import BenchConfig, results_table, run_ben
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.samples import bundled_samples
-from pages.common import BACKEND_LABELS, get_backend, hide_in_kiosk, require_model, show_result, weights_selectbox
+from ui.backends import BACKEND_LABELS
+from ui.cache import get_backend
+from ui.kiosk import hide_in_kiosk
+from ui.results import show_result
+from ui.weights import require_model, weights_selectbox
 
 hide_in_kiosk()
 

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import devices
-from pages.common import device_report, hide_in_kiosk
+from ui.cache import device_report
+from ui.kiosk import hide_in_kiosk
 
 hide_in_kiosk()
 

@@ -10,13 +10,15 @@ import time
 
 import streamlit as st
 
-from dlguide_core import booth as kiosk
+from dlguide_core import booth
 from dlguide_core.errors import DlguideError, ImageError
 from dlguide_core.vision.gradcam import grad_cam, model_view
 from dlguide_core.vision.images import UPLOAD_TYPES, load_image
 from dlguide_core.vision.models import imagenet_weights_path
 from dlguide_core.vision.presets import preprocess
-from pages.common import attract_items, forget_uploaded_files, get_model, kiosk_job_store, kiosk_runner, loss_figure
+from ui.cache import attract_items, existing_job_store, get_model, kiosk_runner
+from ui.charts import loss_figure
+from ui.kiosk import forget_uploaded_files
 
 CSS = """<style>
 [data-testid="stFileUploaderDropzone"] {min-height: 9rem; font-size: 1.3rem;}
@@ -58,18 +60,18 @@ def nonce() -> int:
 
 @st.fragment(run_every=1.0)
 def idle_watchdog(idle_s: float) -> None:
-    left = kiosk.seconds_left(st.session_state.kiosk_last_active, time.monotonic(), idle_s)
+    left = booth.seconds_left(st.session_state.kiosk_last_active, time.monotonic(), idle_s)
     if left <= 0:
         reset_visitor()
         st.rerun(scope="app")
     st.caption(f"⏳ This screen clears itself {left:.0f} s after your last tap.")
 
 
-@st.fragment(run_every=kiosk.ATTRACT_PERIOD_S)
+@st.fragment(run_every=booth.ATTRACT_PERIOD_S)
 def attract_view(items: list) -> None:
     if not items:
         return
-    item = items[kiosk.attract_index(time.time(), len(items))]
+    item = items[booth.attract_index(time.time(), len(items))]
     left, right = st.columns([1, 2])
     left.image(item.image, caption=f"Example: {item.name}", width="stretch")
     with right:
@@ -79,7 +81,7 @@ def attract_view(items: list) -> None:
 
 @st.fragment(run_every=2.0)
 def loss_ticker(job_id: str) -> None:
-    store = kiosk_job_store()
+    store = existing_job_store()
     steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
     if not steps["step"]:
         st.caption("Waiting for the first training step…")
@@ -89,7 +91,7 @@ def loss_ticker(job_id: str) -> None:
 
 
 def training_ticker() -> None:
-    store = kiosk_job_store()
+    store = existing_job_store()
     running = [j for j in store.list_jobs() if j.status == "running"] if store else []
     st.subheader("Meanwhile, a model is learning")
     if not running:
@@ -121,7 +123,7 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> dict | None:
     except ImageError as exc:
         st.error(str(exc), icon=":material/block:")
         return None
-    visitor = {"digest": digest, "image": image, "result": kiosk.predict_timed(loaded, runner, image)}
+    visitor = {"digest": digest, "image": image, "result": booth.predict_timed(loaded, runner, image)}
     st.session_state.kiosk_visitor = visitor
     return visitor
 
@@ -186,7 +188,7 @@ if photo is not None:
             reset_visitor()
             st.rerun()
         st.session_state.kiosk_last_active = time.monotonic()  # the countdown starts once the answer is shown
-        idle_watchdog(kiosk.idle_seconds())
+        idle_watchdog(booth.idle_seconds())
 if visitor is not None:
     how_it_works(loaded, visitor)
 training_ticker()

@@ -12,169 +12,26 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core import settings
-from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import launch
 from dlguide_core.jobs import store as jobs
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, is_training, recipes
-from dlguide_core.vision.models import job_checkpoints
-from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
-from pages.evaluation_ui import evaluation_form
-from pages.runs_ui import comparison_table
-from pages.tensorflow_ui import tf_train_section
+from dlguide_core.training.recipes import is_training
+from ui.cache import app_job_store
+from ui.charts import curve_figure, epoch_figures, training_loss_figure
+from ui.dataset_picker import pick_dataset
+from ui.evaluation import evaluation_form
+from ui.kiosk import hide_in_kiosk
+from ui.runs import comparison_table
+from ui.tensorflow import tf_train_section
+from ui.train_form import job_form
 
 hide_in_kiosk()
 
 st.title("Train")
 st.caption("The guide's recipes as background jobs: Inception v3 fine-tuning on tiny-imagenet-200 and the "
            "small CNN on CIFAR-10. Jobs keep running when you close this tab.")
-store = job_store(str(settings.home() / "jobs.db"))
-RECIPES = {name: r for name, r in recipes().items()}
-
-
-def dataset_label(info: datasets.DatasetInfo) -> str:
-    state = "" if info.ready else " · needs preparing"
-    return f"{info.path.name} ({info.kind}, {len(info.classes)} classes, {info.train_count} train images{state})"
-
-
-def download_section(roots: list) -> None:
-    st.info("No dataset found in the data roots "
-            f"({', '.join(str(r) for r in roots) or 'none: set DLGUIDE_DATA_ROOTS'}). Download one into "
-            "the first root, or copy an ImageFolder (train/<class>/, val/<class>/) there.")
-    if not roots or settings.kiosk_mode():
-        return
-    left, right = st.columns(2)
-    fetchers = {"tiny-imagenet-200 (237 MB)": datasets.fetch_tiny_imagenet, "CIFAR-10 (163 MB)": datasets.fetch_cifar10}
-    for column, (label, fetch) in zip((left, right), fetchers.items()):
-        if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
-            bar = st.progress(0.0, text=f"Downloading {label}")
-            try:
-                fetch(roots[0], lambda done, total, bar=bar: bar.progress(min(done / total, 1.0) if total else 0.0))
-                st.rerun()
-            except DlguideError as exc:
-                st.error(str(exc), icon=":material/block:")
-
-
-def dataset_browser(info: datasets.DatasetInfo) -> None:
-    """Class counts and a few images per class (the guide's show_image), before training on them."""
-    counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
-    st.bar_chart(counts, x="class", y="train images", height=220)
-    samples = (datasets.cifar_samples(info) if info.kind == "cifar10" else
-               {k: [str(p) for p in v] for k, v in datasets.sample_paths(info).items()})
-    for name, images in list(samples.items())[:10]:
-        if images:
-            st.image(images, caption=[name] * len(images), width=96)
-
-
-def pick_dataset() -> datasets.DatasetInfo | None:
-    roots = settings.data_roots()
-    found = datasets.find_datasets(roots)
-    if not found:
-        download_section(roots)
-        return None
-    info = st.selectbox("Dataset (from the configured data roots)", found, format_func=dataset_label,
-                        key="train_dataset")
-    if not info.ready:
-        st.warning("This tiny-imagenet copy still has the zip's val/images layout. Prepare it first "
-                   "(the guide's val re-organisation; safe to re-run).", icon=":material/folder_open:")
-        if st.button("Prepare the val folder", key="train_prepare"):
-            try:
-                report = datasets.prepare_tiny_imagenet(info.path)
-                st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
-                st.rerun()
-            except DlguideError as exc:
-                st.error(str(exc), icon=":material/block:")
-        return None
-    with st.expander("Browse this dataset", expanded=False):
-        if st.toggle("Show class counts and samples", key="train_browse"):
-            dataset_browser(info)
-    return info
-
-
-def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -> dict:
-    """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
-    most, kind = launch.device_options()
-    with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
-        c1, c2, c3 = st.columns(3)
-        values = {
-            "nproc_per_node": c1.number_input(f"Devices: N ({kind}s on this machine)", 1, most, 1,
-                                              key=f"train_{name}_nproc"),
-            "max_restarts": c2.number_input("Max restarts (resume from checkpoint)", 0, 100, 0,
-                                            key=f"train_{name}_restarts"),
-            "sync_batchnorm": c1.checkbox("SyncBatchNorm", False, disabled=kind != "GPU",
-                                          key=f"train_{name}_syncbn"),
-            "scale_lr": c2.checkbox("Linear scaling rule (lr × N)", False, key=f"train_{name}_scale_lr"),
-        }
-        if c3.toggle("Several machines", key=f"train_{name}_multinode"):
-            values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes")
-            values["rdzv_endpoint"] = c3.text_input("Rendezvous HOST:PORT (this machine)",
-                                                    placeholder="node0.example:29400", key=f"train_{name}_rdzv")
-        batch = int(st.session_state.get(f"train_{name}_batch", default_batch))  # the form's last value
-        st.caption(f"Batch size is per device: at batch size {batch}, "
-                   + launch.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))
-                   + ". The learning rate is used as set unless "
-                   "the linear scaling rule is ticked." + ("" if kind == "GPU" else " Without GPUs, N processes "
-                   "share this machine's cores through Gloo: a way to try it, not to go faster."))
-        if "nnodes" in values:
-            show_join_commands(name, info, values)
-    return values
-
-
-def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> None:
-    try:
-        spec = launch.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
-                                      values["max_restarts"])
-    except launch.DistributedError as exc:
-        st.warning(str(exc))
-        return
-    st.markdown("Start the job here, then run this on each other machine (same dlguide and dataset path):")
-    st.code("\n".join(launch.join_commands(spec, name, str(info.path))), language="bash")
-
-
-def job_form(info: datasets.DatasetInfo) -> None:
-    """The recipe's fields with the guide's defaults; keys carry the recipe so defaults follow it."""
-    name = st.selectbox("Recipe", list(RECIPES), key="train_recipe",
-                        format_func=lambda n: f"{n} · {RECIPES[n].summary}")
-    recipe = RECIPES[name]
-    if recipe.framework != "pytorch":
-        st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
-        return
-    d = recipe.config_cls()
-    processes = devices_section(name, info, d.batch_size)
-    with st.form(f"train_form_{name}"):
-        c1, c2, c3, c4 = st.columns(4)
-        values = {
-            "epochs": c1.number_input("Epochs", 1, 1000, d.epochs, key=f"train_{name}_epochs"),
-            "batch_size": c2.number_input("Batch size", 1, 4096, d.batch_size, key=f"train_{name}_batch"),
-            "lr": c3.number_input("Learning rate", 1e-6, 10.0, d.lr, format="%.4f", key=f"train_{name}_lr"),
-            "max_steps": c4.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=f"train_{name}_max_steps"),
-            "image_size": c1.number_input("Image size", 32 if name == "cifar_net" else 75, 1024, d.image_size,
-                                          disabled=name == "cifar_net", key=f"train_{name}_size"),
-            "weights": c2.selectbox("Weights", ["imagenet", "none", *map(str, job_checkpoints())],
-                                    index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights"),
-            "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers"),
-            "device": c4.selectbox("Device", ["auto", "cpu", "cuda"], key=f"train_{name}_device"),
-            "label_smoothing": c1.number_input("Label smoothing", 0.0, 0.99, d.label_smoothing,
-                                               key=f"train_{name}_smoothing"),
-            "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed"),
-            "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp"),
-            "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last"),
-            "amp_dtype": AMP_DTYPE_FLAGS[c3.selectbox("Mixed precision dtype", list(AMP_DTYPE_FLAGS),
-                                                      key=f"train_{name}_amp_dtype")],
-        }
-        submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
-    if submitted:
-        values["max_steps"] = values["max_steps"] or None
-        values.update(processes)
-        try:
-            cfg = recipe.make_config(data=str(info.path), **values)
-            job = jobs.submit(store, name, cfg)
-            batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
-            st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
-        except DlguideError as exc:
-            st.error(str(exc), icon=":material/block:")
+store = app_job_store()
 
 
 def _eta(seconds: float | None) -> str:
@@ -234,23 +91,6 @@ def steps_of(job: jobs.Job) -> dict[str, list]:
         for name, values in new.items():
             cols[name].extend(values)
     return cols
-
-
-def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
-    losses, accuracy = {}, {}
-    for name, rows in runs.items():
-        x = [r["epoch"] for r in rows]
-        losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
-        losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
-        accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")
-        if any(r["top5"] is not None for r in rows):  # TensorFlow recipes record top-1 only
-            accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
-    loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y)
-    acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
-    for fig in (loss_fig, acc_fig):
-        fig.update_xaxes(title="epoch")
-        fig.update_layout(legend=dict(orientation="h", y=-0.35))  # below the axis title, not over it
-    return loss_fig, acc_fig
 
 
 @st.fragment(run_every=1)
@@ -336,7 +176,7 @@ def evaluate_section(all_jobs: list) -> None:
 st.subheader("New job")
 picked = pick_dataset()
 if picked is not None:
-    job_form(picked)
+    job_form(picked, store)
 tf_train_section(store)  # the TensorFlow recipes: their own data (idx files, aclImdb) and form
 
 st.subheader("Jobs")

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "dlguide_core"
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+UI = sorted((ROOT / "ui").glob("*.py"))  # the UI package shared by the pages (not routed)
 WIDGETS = {
     "button", "download_button", "checkbox", "toggle", "radio", "selectbox", "multiselect", "slider",
     "select_slider", "text_input", "text_area", "number_input", "date_input", "time_input", "file_uploader",
@@ -31,7 +32,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_core_never_imports_streamlit_in_source():
-    offenders = [p.relative_to(ROOT) for p in CORE.rglob("*.py") if "streamlit" in _imports(p)]
+    offenders = [p.relative_to(ROOT) for p in CORE.rglob("*.py") if {"streamlit", "ui", "pages"} & _imports(p)]
     assert not offenders, f"dlguide_core must stay UI-free: {offenders}"
 
 
@@ -48,16 +49,19 @@ def test_importing_every_core_module_loads_no_streamlit():
 def test_pages_import_only_core_and_ui_libraries():
     # Standard-library helpers are fine; processes, databases and pickles belong in the core.
     core_only = {"subprocess", "sqlite3", "multiprocessing", "threading", "pickle", "shutil", "signal"}
-    allowed = {"dlguide_core", "pages", "streamlit", "plotly", "pandas", "numpy", "PIL"}
+    allowed = {"dlguide_core", "streamlit", "plotly", "pandas", "numpy", "PIL"}
     allowed |= set(sys.stdlib_module_names) - core_only
-    for path in PAGES:
-        extra = _imports(path) - allowed
+    for path in PAGES:  # pages use the ui package; a page never imports another page
+        extra = _imports(path) - allowed - {"ui"}
         assert not extra, f"{path.name} imports {extra}: put that logic in dlguide_core"
+    for path in UI:  # the ui package never imports the pages that use it
+        extra = _imports(path) - allowed - {"ui"}
+        assert not extra, f"ui/{path.name} imports {extra}: put that logic in dlguide_core"
 
 
 def test_every_widget_has_an_explicit_key():
     missing = []
-    for path in PAGES:
+    for path in [*PAGES, *UI]:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in WIDGETS and not any(k.arg == "key" for k in node.keywords)):
@@ -66,7 +70,7 @@ def test_every_widget_has_an_explicit_key():
 
 
 def test_checkpoints_load_only_with_weights_only_true():
-    for path in [*CORE.rglob("*.py"), *PAGES]:
+    for path in [*CORE.rglob("*.py"), *PAGES, *UI]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
                 owner = node.func.value
@@ -112,14 +116,21 @@ def _rooted_at(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def test_ui_helper_modules_call_nothing_at_import():
-    # Issue 10: pages/common.py once called st.rerun() while being imported, so a page importing it saw a
-    # half-built module (ImportError on fresh servers). Helpers define; only page scripts run st.* at top level.
+def test_pages_holds_only_the_routed_pages():
+    # Streamlit routes pages/ by file name until st.navigation runs (serve.py turns that off): a helper there
+    # would be one URL away from running as a page. The shared UI lives in ui/, beside pages/, never routed.
     routed = _routed_pages()
-    helpers = [p for p in sorted((ROOT / "pages").glob("*.py")) if f"pages/{p.name}" not in routed]
-    assert routed and helpers, "app.py's page list or the helper modules moved: update this test"
+    assert routed == {f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}, "pages/ holds a helper"
+    assert not {r for r in routed if not r.startswith("pages/")}, "app.py routes a script outside pages/"
+    assert not (ROOT / "pages" / "__init__.py").exists() and (ROOT / "ui" / "__init__.py").is_file()
+
+
+def test_ui_helper_modules_call_nothing_at_import():
+    # Issue 10: a helper module once called st.rerun() while being imported, so a page importing it saw a
+    # half-built module (ImportError on fresh servers). Helpers define; only page scripts run st.* at top level.
+    assert UI, "the ui package moved: update this test"
     offenders = []
-    for path in helpers:
+    for path in UI:
         tree = ast.parse(path.read_text())
         for call in _module_level_calls(tree):
             if _rooted_at(call.func) == "st":
@@ -132,10 +143,8 @@ def test_ui_helper_modules_call_nothing_at_import():
 
 def test_no_page_or_helper_reruns_or_stops_while_imported_as_a_module():
     # Page scripts may st.stop() at top level (they run as scripts); nothing imported by them may.
-    for path in PAGES:
+    for path in UI:
         tree = ast.parse(path.read_text())
-        if path.name == "app.py" or f"pages/{path.name}" in _routed_pages():
-            continue
         names = [c.func.attr for c in _module_level_calls(tree) if isinstance(c.func, ast.Attribute)]
         assert not {"rerun", "stop", "switch_page"} & set(names), f"{path.name} reruns/stops at import"
 

@@ -52,9 +52,9 @@ def test_visitor_flow_and_idle_reset(app_server, browser_page, fake_imagenet: Pa
     expect(page.locator("[data-testid=stImage]")).to_have_count(1)  # only the attract view's sample
 
 
-@pytest.mark.parametrize("first", ["/devices", "/tensorflow_ui", "/evaluation_ui", "/runs_ui"])
+@pytest.mark.parametrize("first", ["/devices", "/ui", "/cache", "/tensorflow"])
 def test_url_tricks_land_on_the_booth(app_server, browser_page, first: str) -> None:
-    """`first` is the fresh server's very first request: a page, or a helper module under pages/."""
+    """`first` is the fresh server's very first request: a page, or the ui package or one of its modules."""
     page = browser_page
     url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_KIOSK_BACKEND="torch")
     for path in (first, "/train", "/classify", "/?page=devices", "/devices?weights=none", "/common"):

@@ -1,4 +1,4 @@
-"""The pages' model cache (pages/common.py): a checkpoint rewritten at the same path is reloaded (issue 10)."""
+"""The app's model cache (ui/cache.py): a checkpoint rewritten at the same path is reloaded (issue 10)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests.support.compiled_helpers import write_cifar_checkpoint
 
 
 def test_a_checkpoint_rewritten_at_the_same_path_is_not_served_stale(tmp_path: Path) -> None:
-    from pages.common import cached_model, get_model
+    from ui.cache import cached_model, get_model
 
     cached_model.clear()
     path = tmp_path / "checkpoint.pt"

@@ -137,7 +137,7 @@ def test_import_tensorflow_pins_the_gpus_once_per_process() -> None:
 
 def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
     out = _python("import sys, json; from dlguide_core.training.recipes import recipes; names = list(recipes()); "
-                  "import dlguide_core.training.tf_recipes, pages.common; "
+                  "import dlguide_core.training.tf_recipes, ui.cache, ui.tensorflow; "
                   "print(json.dumps([names, 'tensorflow' in sys.modules, 'keras' in sys.modules]))")
     names, tf_loaded, keras_loaded = json.loads(out.strip().splitlines()[-1])
     assert not tf_loaded and not keras_loaded
@@ -378,7 +378,7 @@ def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, j
 
 def _train_section_script() -> None:
     from dlguide_core.jobs.store import JobStore
-    from pages.tensorflow_ui import tf_train_section
+    from ui.tensorflow import tf_train_section
 
     tf_train_section(JobStore())
 
@@ -388,7 +388,7 @@ def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path:
     from streamlit.testing.v1 import AppTest
 
     from dlguide_core.jobs import store as jobs
-    from pages.tensorflow_ui import TF_DOWNLOAD
+    from ui.tensorflow import TF_DOWNLOAD
 
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)
     imdb = write_imdb(tmp_path / "roots" / "reviews", per_class=2)

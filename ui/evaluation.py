@@ -1,6 +1,6 @@
-"""Evaluation widgets (issue 13) shared by Train (a finished job) and Classify (any checkpoint).
+"""Evaluation widgets shared by Train (a finished job) and Classify (any checkpoint).
 
-Not a routed page. Streamlit glue only: the loop and the metrics live in dlguide_core.evaluation;
+Streamlit glue only: the loop and the metrics live in dlguide_core.evaluation;
 the figures are built from the result's JSON (the `evaluate --json` contract), so what the page
 draws is exactly what the CLI prints and the download holds. A long evaluation (evaluation_job.is_long)
 runs as a job of the store, polled in a fragment; its stored JSON is found again after a reload.
@@ -28,7 +28,7 @@ from dlguide_core.jobs.evaluation_job import (
     stored_result,
 )
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
-from pages.common import get_model, job_store
+from ui.cache import app_job_store, existing_job_store, get_model
 
 MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
 
@@ -143,14 +143,15 @@ def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> N
         return
     source, job_id = st.session_state.get(f"{key}_evaluation_job") or (None, None)
     if source != weights:  # a new session (reload, another tab): the newest job of these weights, if any
-        job = latest_job(_store(), weights) if (settings.home() / "jobs.db").is_file() else None
+        store = existing_job_store()
+        job = latest_job(store, weights) if store else None
         job_id = job.id if job else None
     if job_id:
         show_job(job_id, key)
 
 
 def _store() -> jobs.JobStore:
-    return job_store(str(settings.home() / "jobs.db"))
+    return app_job_store()
 
 
 def _evaluate_inline(weights: str, data: Path, split: str, limit: int | None, key: str) -> None:

@@ -1,13 +1,12 @@
-"""Run comparison (issue 13): the selected runs side by side, with the settings that differ.
+"""Run comparison: the selected runs side by side, with the settings that differ.
 
-Not a routed page; the numbers come from dlguide_core.jobs.comparison (as `jobs list --json`)."""
+The numbers come from dlguide_core.jobs.comparison (as `jobs list --json`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-import pages.common  # noqa: F401  (its routing guard runs first, as for every module under pages/)
 from dlguide_core.jobs.comparison import comparison_rows
 
 HEADINGS = {"final_top1": "top-1 final", "best_top1": "top-1 best", "final_top5": "top-5 final",

@@ -1,4 +1,4 @@
-"""TensorFlow widgets (issue 5): the Classify page's model tabs and the Train page's recipe forms.
+"""TensorFlow widgets: the Classify page's model tabs and the Train page's recipe forms.
 
 Streamlit glue only: data loading, training and prediction live in dlguide_core.training.tf_recipes and
 dlguide_core.data.tf_data, imported inside the functions so the app runs without TensorFlow.
@@ -10,19 +10,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages.common import job_store
+from ui.cache import app_job_store, cached_tf_model
 
-# ---------------------------------------------------------------- TensorFlow models (issue 5)
+# ---------------------------------------------------------------- TensorFlow models on the Classify page
 
 FASHION_RIGHT, FASHION_WRONG, FASHION_OTHER = "#1f5fbf", "#d62728", "#9e9e9e"  # the guide: blue right, red wrong
-
-
-@st.cache_resource(show_spinner="Loading the TensorFlow model…", max_entries=4)
-def cached_tf_model(path: str, version: float):
-    """One Keras model per file (and mtime, so a rewritten file reloads); never mutated after caching."""
-    from dlguide_core.training.tf_recipes import load_tf_model
-
-    return load_tf_model(path)
 
 
 def _fashion_caption(sample: dict, class_names: list[str]) -> tuple[str, str]:
@@ -73,10 +65,9 @@ def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols
 
 def _pick_tf_model(recipe: str, key: str):
     """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
-    from dlguide_core import settings
     from dlguide_core.training.tf_recipes import finished_models
 
-    infos = finished_models(recipe, job_store(str(settings.home() / "jobs.db")))  # the cached store, not a new one
+    infos = finished_models(recipe, app_job_store())  # the cached store, not a new one
     if not infos:
         st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
                 f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
@@ -150,8 +141,7 @@ def tf_classify_tab(kind: str, key: str) -> None:
         review_classify_tab(key)
 
 
-
-# ---------------------------------------------------------------- TensorFlow recipes on the Train page (issue 5)
+# ---------------------------------------------------------------- TensorFlow recipes on the Train page
 
 TF_DOWNLOAD = "(download it: needs the internet)"
 

@@ -1,0 +1,138 @@
+"""Every cached core object of the app, each with its cache key: models, device reports, prepared backends, the
+booth's runner and attract view, TensorFlow models, and the one job store.
+
+`st.cache_resource` keys on its arguments except those named `_x`: whatever changes the cached object (a
+fingerprint, a file version, a backend name) is passed under a plain name, the object itself under `_x`.
+Cached objects are never mutated after caching. serve.py fills the booth's entries before the server opens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dlguide_core import devices, settings
+from dlguide_core.vision.models import LoadedModel, load_model
+
+# ---------------------------------------------------------------- devices
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def device_report(include_tensorflow: bool = False) -> devices.DeviceReport:
+    return devices.collect(include_tensorflow=include_tensorflow)
+
+
+def device_label() -> str:
+    return devices.summary_label(device_report())
+
+
+# ---------------------------------------------------------------- models
+
+
+@st.cache_resource(show_spinner="Loading model…", max_entries=4)
+def cached_model(weights: str, version: str = "") -> LoadedModel:
+    """One LoadedModel per weights source and checkpoint file version; never mutated after caching.
+
+    `version` (file_version) is a plain-named argument: it is part of the cache key (a `_name` would not be)."""
+    return load_model(weights)
+
+
+def file_version(weights: str) -> str:
+    """What changes when a checkpoint is rewritten at the same path: mtime (ns), size and inode
+    (save_checkpoint writes a temp file then os.replace()s it, so even a same-tick rewrite is a new inode)."""
+    path = Path(weights)
+    if weights in ("imagenet", "none") or not path.is_file():
+        return ""
+    stat = path.stat()
+    return f"{stat.st_mtime_ns}:{stat.st_size}:{stat.st_ino}"
+
+
+def get_model(weights: str) -> LoadedModel:
+    return cached_model(weights, file_version(weights))
+
+
+@st.cache_resource(show_spinner="Loading the TensorFlow model…", max_entries=4)
+def cached_tf_model(path: str, version: float):
+    """One Keras model per file (and mtime, so a rewritten file reloads); never mutated after caching."""
+    from dlguide_core.training.tf_recipes import load_tf_model
+
+    return load_tf_model(path)
+
+
+# ---------------------------------------------------------------- prepared backends (Classify, Compiled)
+
+
+@st.cache_resource(show_spinner="Preparing the backend…", max_entries=8)
+def _cached_backend(name: str, fingerprint: str, source: str, options, batch_size: int, _loaded: LoadedModel):
+    from dlguide_core.inference.backends import prepare_backend
+
+    return prepare_backend(name, _loaded, batch_size=batch_size, options=options)
+
+
+def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 1, progress=None):
+    """A prepared backend (ONNX session, compiled MIGraphX program…), one per model, options and batch size;
+    never mutated after caching. With `progress(message, fraction)`, the slow disk-cached steps (export,
+    MIGraphX compile) run first outside the cache, since a cached function cannot draw progress."""
+    from dlguide_core.inference.backends import BackendOptions, precompile
+
+    options = options or BackendOptions()
+    if progress is not None:
+        precompile(name, loaded, batch_size=batch_size, options=options, progress=progress)
+    return _cached_backend(name, loaded.fingerprint, loaded.source, options, batch_size, loaded)
+
+
+# ---------------------------------------------------------------- the booth (warmed by serve.py)
+
+
+@st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
+def _cached_kiosk_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
+    from dlguide_core.booth import fastest_runner
+
+    return fastest_runner(_loaded)
+
+
+def kiosk_runner(loaded: LoadedModel):
+    """The booth's predictor for `loaded`: the fastest available backend, prepared once per model."""
+    from dlguide_core.booth import backend_choice
+
+    return _cached_kiosk_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
+
+
+@st.cache_resource(show_spinner="Classifying the sample photos…", max_entries=8)
+def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel, _runner) -> list:
+    from dlguide_core.booth import attract_items as compute
+
+    return compute(_loaded, _runner)
+
+
+def attract_items(loaded: LoadedModel, runner) -> list:
+    """The bundled samples with their predictions, computed once per model and backend."""
+    return _cached_attract_items(loaded.fingerprint, runner.backend, loaded, runner)
+
+
+# ---------------------------------------------------------------- the job store
+
+
+@st.cache_resource(show_spinner=False)
+def job_store(db_path: str):
+    """One JobStore connection per database file (it locks internally; never mutated after caching)."""
+    from dlguide_core.jobs.store import JobStore
+
+    return JobStore(db_path)
+
+
+def jobs_db() -> Path:
+    """The app's job database (the CLI's `jobs` commands and the job processes use the same file)."""
+    return settings.home() / "jobs.db"
+
+
+def app_job_store():
+    """The app's job store, created on first use (the Train page)."""
+    return job_store(str(jobs_db()))
+
+
+def existing_job_store():
+    """The app's job store; None when no job was ever created (the booth and a look-up must not create one)."""
+    path = jobs_db()
+    return job_store(str(path)) if path.is_file() else None

@@ -1,0 +1,76 @@
+"""Plotly figures of training runs: the booth's loss ticker, the Train page's overlaid curves (per step and per
+epoch) and its smoothed per-step loss. Figures only: the pages place them (st.plotly_chart, with their keys)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+
+def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=dict(color="#ED1C24", width=3)))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="step",
+                      yaxis_title="loss")
+    return fig
+
+
+def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, height: int = 300) -> go.Figure:
+    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}; WebGL keeps 100k-step runs fluid."""
+    fig = go.Figure()
+    for name, data in series.items():
+        x, y = data[0], data[1]
+        dash = data[2] if len(data) > 2 else "solid"
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=name, line=dict(dash=dash, width=1.5)))
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified",
+                      legend=dict(orientation="h", y=-0.2), yaxis_type="log" if log_y else "linear",
+                      xaxis_title="step")
+    flat = _flat_value(series)
+    if flat and not log_y:  # a constant lr of 0.001 would otherwise sit on a -1..1 axis, looking like 0
+        fig.update_yaxes(range=sorted((0.0, 2.0 * flat)))
+    return fig
+
+
+def _flat_value(series: dict[str, tuple]) -> float | None:
+    """The value every finite point of every series shares, if they all share one."""
+    import numpy as np
+
+    values = np.concatenate([np.asarray(data[1], dtype=np.float64) for data in series.values()] or [np.empty(0)])
+    values = values[np.isfinite(values)]
+    return float(values[0]) if values.size and np.all(values == values[0]) else None
+
+
+def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, log_y: bool = False,
+                max_points: int = 2000) -> go.Figure:
+    """Per-step loss of each run: raw (faint, min/max-downsampled) and EMA-smoothed (solid)."""
+    from dlguide_core.training.metrics import downsample, ema, stride
+
+    fig = go.Figure()
+    for name, cols in runs.items():
+        raw_x, raw_y = downsample(cols["step"], cols["loss"], max_points)
+        fig.add_trace(go.Scattergl(x=raw_x, y=raw_y, mode="lines", name=f"{name} raw", opacity=0.3,
+                                   line=dict(width=1)))
+        if smoothing > 0:
+            sm_x, sm_y = stride(cols["step"], ema(cols["loss"], smoothing), max_points)
+            fig.add_trace(go.Scattergl(x=sm_x, y=sm_y, mode="lines", name=f"{name} EMA {smoothing:.2f}",
+                                       line=dict(width=2)))
+    fig.update_layout(title="Training loss per step", height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      hovermode="x unified", legend=dict(orientation="h", y=-0.2), xaxis_title="step",
+                      yaxis_type="log" if log_y else "linear")
+    return fig
+
+
+def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
+    """(loss, val accuracy) per epoch of each run, from the store's epoch rows."""
+    losses, accuracy = {}, {}
+    for name, rows in runs.items():
+        x = [r["epoch"] for r in rows]
+        losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
+        losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
+        accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")
+        if any(r["top5"] is not None for r in rows):  # TensorFlow recipes record top-1 only
+            accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
+    loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y)
+    acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
+    for fig in (loss_fig, acc_fig):
+        fig.update_xaxes(title="epoch")
+        fig.update_layout(legend=dict(orientation="h", y=-0.35))  # below the axis title, not over it
+    return loss_fig, acc_fig

@@ -1,0 +1,71 @@
+"""Picking a training dataset (Train page): the data roots' datasets, a download offer when there are none, the
+tiny-imagenet val re-organisation, and a browser of class counts and sample images. The finding, fetching and
+preparing live in dlguide_core.data.datasets."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dlguide_core import settings
+from dlguide_core.data import datasets
+from dlguide_core.errors import DlguideError
+
+
+def dataset_label(info: datasets.DatasetInfo) -> str:
+    state = "" if info.ready else " · needs preparing"
+    return f"{info.path.name} ({info.kind}, {len(info.classes)} classes, {info.train_count} train images{state})"
+
+
+def download_section(roots: list) -> None:
+    st.info("No dataset found in the data roots "
+            f"({', '.join(str(r) for r in roots) or 'none: set DLGUIDE_DATA_ROOTS'}). Download one into "
+            "the first root, or copy an ImageFolder (train/<class>/, val/<class>/) there.")
+    if not roots or settings.kiosk_mode():
+        return
+    left, right = st.columns(2)
+    fetchers = {"tiny-imagenet-200 (237 MB)": datasets.fetch_tiny_imagenet, "CIFAR-10 (163 MB)": datasets.fetch_cifar10}
+    for column, (label, fetch) in zip((left, right), fetchers.items()):
+        if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
+            bar = st.progress(0.0, text=f"Downloading {label}")
+            try:
+                fetch(roots[0], lambda done, total, bar=bar: bar.progress(min(done / total, 1.0) if total else 0.0))
+                st.rerun()
+            except DlguideError as exc:
+                st.error(str(exc), icon=":material/block:")
+
+
+def dataset_browser(info: datasets.DatasetInfo) -> None:
+    """Class counts and a few images per class (the guide's show_image), before training on them."""
+    counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
+    st.bar_chart(counts, x="class", y="train images", height=220)
+    samples = (datasets.cifar_samples(info) if info.kind == "cifar10" else
+               {k: [str(p) for p in v] for k, v in datasets.sample_paths(info).items()})
+    for name, images in list(samples.items())[:10]:
+        if images:
+            st.image(images, caption=[name] * len(images), width=96)
+
+
+def pick_dataset() -> datasets.DatasetInfo | None:
+    roots = settings.data_roots()
+    found = datasets.find_datasets(roots)
+    if not found:
+        download_section(roots)
+        return None
+    info = st.selectbox("Dataset (from the configured data roots)", found, format_func=dataset_label,
+                        key="train_dataset")
+    if not info.ready:
+        st.warning("This tiny-imagenet copy still has the zip's val/images layout. Prepare it first "
+                   "(the guide's val re-organisation; safe to re-run).", icon=":material/folder_open:")
+        if st.button("Prepare the val folder", key="train_prepare"):
+            try:
+                report = datasets.prepare_tiny_imagenet(info.path)
+                st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
+                st.rerun()
+            except DlguideError as exc:
+                st.error(str(exc), icon=":material/block:")
+        return None
+    with st.expander("Browse this dataset", expanded=False):
+        if st.toggle("Show class counts and samples", key="train_browse"):
+            dataset_browser(info)
+    return info

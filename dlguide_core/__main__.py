@@ -1,5 +1,5 @@
 import sys
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 
 sys.exit(main())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.cli import main
 from dlguide_core.cli.common import download_progress, positive_int
+from dlguide_core.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.data.datasets import write_toy_dataset
 from tests.support.checkpoints import toy_checkpoint
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.inference.backends import BackendError, OnnxRuntimeBackend
 from dlguide_core.inference.benchmark import ROW_KEYS
 from tests.support.compiled_helpers import write_cifar_checkpoint

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from tests.support.tiny_imagenet import tree, write_tiny_imagenet
@@ -76,7 +76,7 @@ def test_train_refuses_bad_settings_with_exit_code_2(tmp_path: Path, capsys) -> 
 
 
 def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) -> None:
-    from dlguide_core.cli import build_parser
+    from dlguide_core.cli.main import build_parser
     from dlguide_core.cli.train import build_config
 
     args = build_parser().parse_args(["train", "--recipe", "cifar_net", "--data", str(tmp_path), "--amp"])

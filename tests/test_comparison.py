@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.jobs.comparison import comparison_rows, differing_fields, run_summary
 from dlguide_core.jobs.store import JobStore
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.store import JobStore

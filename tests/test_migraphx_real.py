@@ -20,7 +20,7 @@ import torch
 
 from dlguide_core import booth as kiosk
 from dlguide_core import devices, migraphx_lib
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.inference import backend_base, backends
 from dlguide_core.inference.backend_migraphx import calibration_batches
 from dlguide_core.inference.backends import (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.cli import main
+from dlguide_core.cli.main import main
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.runner import run_job

@@ -157,7 +157,7 @@ def test_without_tensorflow_the_recipes_are_missing_and_the_reason_is_given() ->
 
 @needs_tf
 def test_the_train_cli_builds_tf_configs(tmp_path: Path) -> None:
-    from dlguide_core.cli import build_parser
+    from dlguide_core.cli.main import build_parser
     from dlguide_core.cli.train import build_config
 
     args = build_parser().parse_args(["train", "--recipe", TEXT_RECIPE, "--data", str(tmp_path), "--epochs", "3"])

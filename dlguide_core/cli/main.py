@@ -1,0 +1,49 @@
+"""`python -m dlguide_core ...`: the parser and the exit codes of every subcommand.
+
+Each subcommand lives in its own module here with `register(subparsers)`, which
+adds its parser and sets `func(args) -> exit code`.
+
+Exit codes (a contract other tools rely on, defined once in `cli.common`): 0 success,
+1 some work failed, 2 usage errors (bad arguments, unreadable checkpoint, path outside the
+data roots), 3 weights unavailable offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dlguide_core import __version__
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
+from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, WeightsUnavailable
+
+COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dlguide_core",
+                                     description="Inception v3 case study of the ROCm Deep Learning Guide, headless.")
+    parser.add_argument("--version", action="version", version=f"dlguide {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"dlguide_core.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # exits 2 on usage errors
+    try:
+        return int(args.func(args))
+    except WeightsUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WEIGHTS
+    except (CheckpointError, PathNotAllowed) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DlguideError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -16,9 +16,10 @@ from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import launch
 from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.catalog import is_training, recipes
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, is_training, recipes
+from dlguide_core.training.recipes import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 from pages.common import curve_figure, hide_in_kiosk, job_store, training_loss_figure
 from pages.evaluation_ui import evaluation_form

@@ -110,7 +110,8 @@ def fit(run: TfRun, sink: TrainingSink) -> RunResult:
     return RunResult("completed", run.step, run.epoch, path)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Any) -> None:
+    """`data` as JSON at `path`, atomically (the checkpoint record, the vocabulary, evaluation.json)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)  # atomic: a reader sees the old record or the new one
@@ -145,6 +146,7 @@ def read_state(job_dir: Path) -> dict[str, Any] | None:
 
 
 def resuming(ctx: RunContext) -> bool:
+    """Whether this run continues an earlier attempt of its job."""
     # The job folder is the job's own, so a committed record there is this job's earlier attempt.
     # (The job runner sets ctx.resume from the PyTorch checkpoint file, which these recipes never write.)
     return ctx.resume or (ctx.job_dir / STATE_FILE).is_file()

@@ -14,9 +14,9 @@ import streamlit as st
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.catalog import is_training
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
-from dlguide_core.training.recipes import is_training
 from ui.cache import app_job_store
 from ui.charts import curve_figure, epoch_figures, training_loss_figure
 from ui.dataset_picker import pick_dataset

@@ -38,11 +38,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _recipe_registry_loaded() -> None:
-    """Import the optional recipe modules once, up front, into the real registry: a test that
+    """Register the catalog's job kinds once, up front, into the real registry: a test that
     swaps the registry for a copy must not be the one whose copy receives (and loses) them."""
-    from dlguide_core.training.recipes import recipes
+    from dlguide_core.jobs.catalog import register_job_kinds
 
-    recipes()
+    register_job_kinds()
 
 
 @pytest.fixture(autouse=True)

@@ -92,13 +92,15 @@ def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) 
 
 
 def test_tf_recipe_without_tensorflow_exits_2_with_the_reason(tmp_path: Path, capsys, monkeypatch) -> None:
-    from dlguide_core.training import recipes, tf_recipes
+    from dlguide_core import tensorflow_runtime
+    from dlguide_core.training import recipes, tf_configs
 
     reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
-    monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, reason))
+    monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",
+                        lambda: tensorflow_runtime.TensorFlowStatus(False, reason))
     monkeypatch.setattr(recipes, "_REGISTRY", {n: r for n, r in recipes._REGISTRY.items()
-                                               if n not in recipes.TENSORFLOW_RECIPES})  # as on a host without TF
-    for name in recipes.TENSORFLOW_RECIPES:
+                                               if n not in tf_configs.TENSORFLOW_RECIPES})  # as on a host without TF
+    for name in tf_configs.TENSORFLOW_RECIPES:
         assert main(["train", "--recipe", name, "--data", str(tmp_path)]) == 2
         assert capsys.readouterr().err.strip() == f"error: {reason}"
     assert JobStore().list_jobs() == []

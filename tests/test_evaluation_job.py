@@ -14,6 +14,7 @@ from dlguide_core.cli.main import main
 from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import evaluate_model
 from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.catalog import get_recipe, is_training, recipes
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import (
     EVALUATE_RECIPE,
@@ -25,7 +26,7 @@ from dlguide_core.jobs.evaluation_job import (
     stored_result,
 )
 from dlguide_core.jobs.runner import run_job
-from dlguide_core.training.recipes import ConfigError, get_recipe, is_training, recipes
+from dlguide_core.training.recipes import ConfigError
 from dlguide_core.training.sinks import NullSink
 from dlguide_core.training.tensorboard_export import export_job
 from dlguide_core.vision.models import job_checkpoints, load_model

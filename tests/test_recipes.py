@@ -1,4 +1,4 @@
-"""recipes: the guide's defaults, validation, and a registry other frameworks plug into."""
+"""recipes: the guide's defaults, validation, and a registry other frameworks plug into (through jobs.catalog)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from dlguide_core.jobs import catalog
 from dlguide_core.training import recipes
 from dlguide_core.training.recipes import CifarNetConfig, ConfigError, InceptionV3Config, Recipe, get_recipe
 
@@ -45,7 +46,7 @@ def test_make_config_refuses_unknown_fields_and_keeps_defaults_for_none() -> Non
 
 
 def test_a_recipe_from_another_module_registers_and_imports_lazily(monkeypatch) -> None:
-    module = types.ModuleType("fake_tf_recipes")
+    module = types.ModuleType("fake_tf_entry")
 
     @dataclasses.dataclass(frozen=True)
     class FakeConfig:
@@ -55,20 +56,20 @@ def test_a_recipe_from_another_module_registers_and_imports_lazily(monkeypatch) 
         return "ran"
 
     module.run = run
-    module.register_now = lambda: recipes.register(Recipe("fake_tf", "tensorflow", FakeConfig,
-                                                          "fake_tf_entry:run", "test only"))
-    sys.modules["fake_tf_recipes"] = module
-    monkeypatch.setattr(recipes, "RECIPE_MODULES", ("fake_tf_recipes", "no_such_module_xyz"))
-    monkeypatch.setattr(recipes, "_loaded_modules", set())
     monkeypatch.setattr(recipes, "_REGISTRY", dict(recipes._REGISTRY))
-    module.register_now()
-    found = recipes.recipes()  # the missing module is skipped, not raised
+    recipes.register(Recipe("fake_tf", "tensorflow", FakeConfig, "fake_tf_entry:run", "test only"))
+    found = catalog.recipes()  # the catalog answers from the registry, plug-ins included
     assert found["fake_tf"].framework == "tensorflow"
     with pytest.raises(ModuleNotFoundError):
         found["fake_tf"].run_function()  # the entry module is imported only when a job runs
     monkeypatch.setitem(sys.modules, "fake_tf_entry", module)
     assert found["fake_tf"].run_function()(FakeConfig(), None) == "ran"
-    del sys.modules["fake_tf_recipes"]
+
+
+def test_the_registry_holds_the_pytorch_recipes_and_the_catalog_every_kind() -> None:
+    assert {"inception_v3", "cifar_net"} <= set(recipes._REGISTRY)
+    assert recipes.get_recipe("cifar_net").arch == "cifar_net"
+    assert catalog.get_recipe("evaluate").kind == "evaluate" and "evaluate" not in catalog.recipes()
 
 
 def test_unknown_recipe_names_the_choices() -> None:
@@ -83,15 +84,17 @@ def test_sync_batchnorm_on_the_cpu_is_refused_by_the_config() -> None:
 
 
 def test_a_missing_tensorflow_recipe_is_explained_not_unknown(monkeypatch) -> None:
-    from dlguide_core.training import tf_recipes
+    from dlguide_core import tensorflow_runtime
+    from dlguide_core.training import tf_configs
 
-    monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, "no TF here"))
+    monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",
+                        lambda: tensorflow_runtime.TensorFlowStatus(False, "no TF here"))
     monkeypatch.setattr(recipes, "_REGISTRY", {n: r for n, r in recipes._REGISTRY.items()
-                                               if n not in recipes.TENSORFLOW_RECIPES})
+                                               if n not in tf_configs.TENSORFLOW_RECIPES})
     with pytest.raises(ConfigError, match="^no TF here$"):
-        get_recipe("tf_fashion_mnist")
+        catalog.get_recipe("tf_fashion_mnist")
     with pytest.raises(ConfigError, match="unknown recipe 'resnet'"):
-        get_recipe("resnet")
+        catalog.get_recipe("resnet")
 
 
 @pytest.mark.parametrize("endpoint", ["node0:", ":29400", "node0", "node0:29x", "node0:0", "node0:70000", "node 0:1"])

@@ -1,5 +1,5 @@
-"""tf_recipes: the guide's TensorFlow case studies as jobs of the store, trained for real on
-generated data in the real formats (idx.gz files, an aclImdb tree).
+"""The TensorFlow recipes (training/tf_*.py, tensorflow_runtime): the guide's TensorFlow case studies as jobs
+of the store, trained for real on generated data in the real formats (idx.gz files, an aclImdb tree).
 
 The job tests share one module-scoped run (each job process imports TensorFlow, which
 takes seconds): a Fashion-MNIST job that is cancelled while running and then resumed,
@@ -22,10 +22,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from dlguide_core import tensorflow_runtime
 from dlguide_core.jobs.store import JobStore, resume, submit
-from dlguide_core.training import tf_recipes
+from dlguide_core.tensorflow_runtime import TensorFlowDeviceError
+from dlguide_core.training import tf_fashion_mnist, tf_inference, tf_loop, tf_models, tf_text
 from dlguide_core.training.recipes import ConfigError
-from dlguide_core.training.tf_recipes import (
+from dlguide_core.training.tf_configs import (
     FASHION_RECIPE,
     TEXT_RECIPE,
     FashionMnistConfig,
@@ -69,39 +71,33 @@ def test_tf_configs_accept_the_cuda_device_the_cli_offers() -> None:
 
 def test_device_cuda_maps_to_a_tensorflow_gpu_or_says_there_is_none() -> None:
     tf = fake_tf(["GPU:0", "GPU:1"])
-    tf_recipes._configure_gpus(tf, "cuda:1", slot=0)
+    tensorflow_runtime._configure_gpus(tf, "cuda:1", slot=0)
     assert tf.config.visible == ["GPU:1"] and tf.config.growth == ["GPU:0", "GPU:1"]
     tf = fake_tf(["GPU:0", "GPU:1"])
-    tf_recipes._configure_gpus(tf, "cuda", slot=1)  # plain cuda: the GPU the queue's slot names
+    tensorflow_runtime._configure_gpus(tf, "cuda", slot=1)  # plain cuda: the GPU the queue's slot names
     assert tf.config.visible == ["GPU:1"]
-    with pytest.raises(ConfigError, match="TensorFlow sees no GPU") as exc:
-        tf_recipes._configure_gpus(fake_tf([]), "cuda", slot=0)
+    with pytest.raises(TensorFlowDeviceError, match="TensorFlow sees no GPU") as exc:
+        tensorflow_runtime._configure_gpus(fake_tf([]), "cuda", slot=0)
     assert "\n" not in str(exc.value) and "--device auto or cpu" in str(exc.value)
-    with pytest.raises(ConfigError, match="sees 2 GPU"):
-        tf_recipes._configure_gpus(fake_tf(["GPU:0", "GPU:1"]), "cuda:2", slot=0)
+    with pytest.raises(TensorFlowDeviceError, match="sees 2 GPU"):
+        tensorflow_runtime._configure_gpus(fake_tf(["GPU:0", "GPU:1"]), "cuda:2", slot=0)
     tf = fake_tf(["GPU:0"])
-    tf_recipes._configure_gpus(tf, "cpu", slot=0)
+    tensorflow_runtime._configure_gpus(tf, "cpu", slot=0)
     assert tf.config.visible == []
 
 
-def test_finished_models_reads_through_the_store_it_is_given(monkeypatch) -> None:
-    from dlguide_core.jobs import store as jobs
-
+def test_finished_models_reads_the_jobs_it_is_given() -> None:
     store = JobStore()
     job = store.create(FASHION_RECIPE, "tensorflow", FashionMnistConfig().__dict__)
     store.finish(job.id, "succeeded")
-    (job.job_dir / tf_recipes.FASHION_MODEL_FILE).write_bytes(b"a model")
-    (job.job_dir / tf_recipes.EVALUATION_FILE).write_text(json.dumps(
-        {"recipe": FASHION_RECIPE, "model": tf_recipes.FASHION_MODEL_FILE, "test_accuracy": 0.5}))
-
-    def no_new_store(*args, **kwargs):
-        raise AssertionError("finished_models opened a store of its own")
-
-    monkeypatch.setattr(jobs, "JobStore", no_new_store)
-    [info] = tf_recipes.finished_models(FASHION_RECIPE, store)
+    (job.job_dir / tf_inference.FASHION_MODEL_FILE).write_bytes(b"a model")
+    (job.job_dir / tf_inference.EVALUATION_FILE).write_text(json.dumps(
+        {"recipe": FASHION_RECIPE, "model": tf_inference.FASHION_MODEL_FILE, "test_accuracy": 0.5}))
+    [info] = tf_inference.finished_models(store.list_jobs(), FASHION_RECIPE)
     assert info.job_id == job.id and info.evaluation["test_accuracy"] == 0.5
-    assert tf_recipes.finished_models(TEXT_RECIPE, store) == []
-    assert store.get(job.id).status == "succeeded"  # the caller's store is left open
+    assert tf_inference.finished_models(store.list_jobs(), TEXT_RECIPE) == []
+    assert [i.job_id for i in tf_inference.finished_models(store.list_jobs())] == [job.id]
+    store.close()
 
 
 def _python(code: str) -> str:
@@ -112,19 +108,19 @@ def _python(code: str) -> str:
 
 _ONCE_PER_PROCESS = """
 import json, sys, types
-from dlguide_core.training import tf_recipes  # imported first: find_spec("tensorflow") would refuse the stand-in
+from dlguide_core import tensorflow_runtime  # imported first: find_spec("tensorflow") would refuse the stand-in
 from tests.support.fake_tensorflow import fake_tf
 tf = fake_tf(["GPU:0", "GPU:1", "GPU:2"])
 keras = types.ModuleType("keras")
 keras.saving = types.SimpleNamespace(get_registered_object=lambda name: object())
 sys.modules.update(tensorflow=tf, keras=keras)  # stand-ins: no GPUs here
-tf_recipes.tensorflow_status = lambda: tf_recipes.TensorFlowStatus(True, "stand-in")
-tf_recipes._load_triton_first = lambda: None
+tensorflow_runtime.tensorflow_status = lambda: tensorflow_runtime.TensorFlowStatus(True, "stand-in")
+tensorflow_runtime._load_triton_first = lambda: None
 pinned = []
 set_visible = tf.config.set_visible_devices
 tf.config.set_visible_devices = lambda devices, kind: (pinned.append(list(devices)), set_visible(devices, kind))
-tf_recipes.import_tensorflow("cuda", 2)  # the job: the queue's slot 2
-tf_recipes.import_tensorflow()  # tf_data and load_tf_model call it with the defaults
+tensorflow_runtime.import_tensorflow("cuda", 2)  # the job: the queue's slot 2
+tensorflow_runtime.import_tensorflow()  # fashion_mnist and load_tf_model call it with the defaults
 print(json.dumps(pinned))
 """
 
@@ -136,8 +132,9 @@ def test_import_tensorflow_pins_the_gpus_once_per_process() -> None:
 
 
 def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
-    out = _python("import sys, json; from dlguide_core.training.recipes import recipes; names = list(recipes()); "
-                  "import dlguide_core.training.tf_recipes, ui.cache, ui.tensorflow; "
+    out = _python("import sys, json; from dlguide_core.jobs.catalog import recipes; names = list(recipes()); "
+                  "import dlguide_core.training.tf_fashion_mnist, dlguide_core.training.tf_text, "
+                  "dlguide_core.training.tf_inference, ui.cache, ui.tensorflow; "
                   "print(json.dumps([names, 'tensorflow' in sys.modules, 'keras' in sys.modules]))")
     names, tf_loaded, keras_loaded = json.loads(out.strip().splitlines()[-1])
     assert not tf_loaded and not keras_loaded
@@ -147,8 +144,8 @@ def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
 def test_without_tensorflow_the_recipes_are_missing_and_the_reason_is_given() -> None:
     # sys.modules[name] = None makes find_spec report the package as absent, as on a host without it.
     out = _python("import sys, json; sys.modules['tensorflow'] = None; "
-                  "from dlguide_core.training.recipes import recipes; "
-                  "from dlguide_core.training.tf_recipes import tensorflow_status; "
+                  "from dlguide_core.jobs.catalog import recipes; "
+                  "from dlguide_core.tensorflow_runtime import tensorflow_status; "
                   "s = tensorflow_status(); print(json.dumps([list(recipes()), s.available, s.reason]))")
     names, available, reason = json.loads(out.strip().splitlines()[-1])
     assert not available and "pip install tensorflow-cpu" in reason and "tensorflow-rocm" in reason
@@ -175,7 +172,7 @@ def test_a_photo_on_white_becomes_a_light_garment_on_black(tmp_path: Path) -> No
     photo[20:70, 15:45] = 30
     buffer = io.BytesIO()
     Image.fromarray(photo).convert("RGB").save(buffer, format="PNG")
-    pixels = tf_recipes.clothing_input(buffer.getvalue(), name="shirt.png")
+    pixels = tf_inference.clothing_input(buffer.getvalue(), name="shirt.png")
     assert pixels.shape == (28, 28) and pixels.dtype == np.float32
     assert pixels[14, 14] > 0.8 and pixels[0, 0] < 0.1 and pixels[14, 1] < 0.1  # inverted and padded
     assert pixels.max() <= 1.0 and pixels.min() >= 0.0
@@ -296,12 +293,13 @@ def test_fashion_resume_continues_to_the_end_and_the_model_predicts(tf_jobs, job
     epochs = jobs_home.epochs(job.id)
     assert [e["epoch"] for e in epochs] == list(range(FASHION_EPOCHS))
     assert epochs[-1]["top1"] > 90.0 and epochs[-1]["val_loss"] < epochs[0]["val_loss"]
-    [info] = tf_recipes.finished_models(FASHION_RECIPE)
+    [info] = tf_inference.finished_models(jobs_home.list_jobs(), FASHION_RECIPE)
     assert info.job_id == job.id and info.evaluation["test_accuracy"] > 0.9
-    assert len(info.evaluation["samples"]) == tf_recipes.GRID_SIZE
-    model = tf_recipes.load_tf_model(info.model_path)
+    assert len(info.evaluation["samples"]) == tf_fashion_mnist.GRID_SIZE
+    model = tf_inference.load_tf_model(info.model_path)
     images, labels = fashion_arrays(10, np.random.default_rng(7))
-    predicted = [int(np.argmax(tf_recipes.classify_clothing(model, img / np.float32(255))["probs"])) for img in images]
+    predicted = [int(np.argmax(tf_inference.classify_clothing(model, img / np.float32(255))["probs"]))
+                 for img in images]
     assert np.mean(np.array(predicted) == labels) >= 0.9
 
 
@@ -318,7 +316,7 @@ def test_text_job_trains_through_the_store_and_ignores_unsup(tf_jobs, jobs_home:
     assert all(0.0 <= a <= 1.0 for a in _step_accuracies(tf_jobs["home"], job.id))
     epochs = jobs_home.epochs(job.id)
     assert len(epochs) == TEXT_EPOCHS and epochs[-1]["top1"] > 90.0
-    [info] = tf_recipes.finished_models(TEXT_RECIPE)
+    [info] = tf_inference.finished_models(jobs_home.list_jobs(), TEXT_RECIPE)
     assert info.evaluation["test_accuracy"] > 0.9
 
 
@@ -329,12 +327,12 @@ def test_text_export_takes_raw_strings_and_equals_model_plus_sigmoid(tf_jobs, jo
 
     text = tf_jobs["text"]
     job_dir = jobs_home.get(text["id"]).job_dir
-    export = tf_recipes.load_tf_model(tf_recipes.finished_model(job_dir).model_path)
-    state = tf_recipes.read_state(job_dir)
+    export = tf_inference.load_tf_model(tf_inference.finished_model(job_dir).model_path)
+    state = tf_loop.read_state(job_dir)
     model = keras.models.load_model(job_dir / state["checkpoint"])
-    vectorizer = tf_recipes.build_vectorizer(text["cfg"], json.loads((job_dir / "vocabulary.json").read_text()))
+    vectorizer = tf_models.build_vectorizer(text["cfg"], json.loads((job_dir / "vocabulary.json").read_text()))
     reviews = [f"A {POSITIVE[0]} and {POSITIVE[1]} film.<br />Loved it!", f"So {NEGATIVE[0]}, {NEGATIVE[2]}!!"]
-    ours = [p for _, p in tf_recipes.classify_reviews(export, reviews)]
+    ours = [p for _, p in tf_inference.classify_reviews(export, reviews)]
     logits = keras.ops.convert_to_numpy(model(vectorizer(np.array(reviews)))).reshape(-1)
     assert np.allclose(ours, 1.0 / (1.0 + np.exp(-logits)), atol=1e-6)
     assert ours[0] > 0.5 > ours[1]
@@ -343,8 +341,8 @@ def test_text_export_takes_raw_strings_and_equals_model_plus_sigmoid(tf_jobs, jo
 def test_guide_standardisation_lowercases_and_strips_markup_and_punctuation() -> None:
     if not HAS_TF:
         pytest.skip("TensorFlow is not installed")
-    tf = tf_recipes.import_tensorflow()
-    out = tf_recipes.custom_standardization(tf.constant(["Great MOVIE!<br />Really, truly... 10/10"]))
+    tf = tensorflow_runtime.import_tensorflow()
+    out = tensorflow_runtime.custom_standardization(tf.constant(["Great MOVIE!<br />Really, truly... 10/10"]))
     assert out.numpy()[0].decode() == "great movie really truly 1010"
 
 
@@ -366,7 +364,7 @@ def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, j
     assert len(at.get("plotly_chart")) == 1  # the guide's grid of test images
     [table] = at.dataframe  # the review tab's only table
     reviews = table.value
-    assert list(reviews["review"]) == list(tf_recipes.GUIDE_REVIEWS)
+    assert list(reviews["review"]) == list(tf_text.GUIDE_REVIEWS)
     at.text_area(key="tf_review_text").set_value(f"{POSITIVE[2]} {POSITIVE[3]}\n{NEGATIVE[1]} {NEGATIVE[3]}").run()
     verdicts = at.dataframe[0].value
     assert list(verdicts["verdict"]) == ["positive", "negative"]
@@ -416,7 +414,8 @@ def test_train_section_says_why_tensorflow_recipes_are_missing(monkeypatch) -> N
     from streamlit.testing.v1 import AppTest
 
     reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
-    monkeypatch.setattr(tf_recipes, "tensorflow_status", lambda: tf_recipes.TensorFlowStatus(False, reason))
+    monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",
+                        lambda: tensorflow_runtime.TensorFlowStatus(False, reason))
     at = AppTest.from_function(_train_section_script, default_timeout=60).run()
     assert not at.exception, at.exception
     assert [i.value for i in at.info] == [reason]

@@ -1,7 +1,7 @@
 """TensorFlow widgets: the Classify page's model tabs and the Train page's recipe forms.
 
-Streamlit glue only: data loading, training and prediction live in dlguide_core.training.tf_recipes and
-dlguide_core.data.tf_data, imported inside the functions so the app runs without TensorFlow.
+Streamlit glue only: data loading, training and prediction live in dlguide_core.training.tf_* and
+dlguide_core.data (fashion_mnist, imdb), imported inside the functions so the app runs without TensorFlow.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols
 
 def _pick_tf_model(recipe: str, key: str):
     """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
-    from dlguide_core.training.tf_recipes import finished_models
+    from dlguide_core.training.tf_inference import finished_models
 
-    infos = finished_models(recipe, app_job_store())  # the cached store, not a new one
+    infos = finished_models(app_job_store().list_jobs(), recipe)  # the cached store, not a new one
     if not infos:
         st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
                 f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
@@ -79,7 +79,8 @@ def _pick_tf_model(recipe: str, key: str):
 def fashion_classify_tab(key: str = "tf_fashion") -> None:
     """A finished tf_fashion_mnist job: the guide's test-image grid, then an uploaded garment."""
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_recipes import FASHION_RECIPE, classify_clothing, clothing_input
+    from dlguide_core.training.tf_configs import FASHION_RECIPE
+    from dlguide_core.training.tf_inference import classify_clothing, clothing_input
     from dlguide_core.vision.images import UPLOAD_TYPES
 
     info = _pick_tf_model(FASHION_RECIPE, f"{key}_job")
@@ -106,7 +107,9 @@ def fashion_classify_tab(key: str = "tf_fashion") -> None:
 def review_classify_tab(key: str = "tf_review") -> None:
     """A finished tf_text_classification job: typed reviews -> probability they are positive."""
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_recipes import GUIDE_REVIEWS, TEXT_RECIPE, classify_reviews
+    from dlguide_core.training.tf_configs import TEXT_RECIPE
+    from dlguide_core.training.tf_inference import classify_reviews
+    from dlguide_core.training.tf_text import GUIDE_REVIEWS
 
     info = _pick_tf_model(TEXT_RECIPE, f"{key}_job")
     if info is None:
@@ -130,7 +133,7 @@ def review_classify_tab(key: str = "tf_review") -> None:
 
 def tf_classify_tab(kind: str, key: str) -> None:
     """One TensorFlow model kind on the Classify page ("fashion" or "review"); says why when TF is missing."""
-    from dlguide_core.training.tf_recipes import tensorflow_status
+    from dlguide_core.tensorflow_runtime import tensorflow_status
 
     status = tensorflow_status()
     if not status.available:
@@ -149,9 +152,10 @@ TF_DOWNLOAD = "(download it: needs the internet)"
 def _tf_data_choice(recipe: str) -> str | None:
     """A local copy from the data roots, or "" for the recipe's own download; None when refused."""
     from dlguide_core import settings
-    from dlguide_core.data.tf_data import FASHION_FILES, IMDB_URL
+    from dlguide_core.data.fashion_mnist import FASHION_FILES
+    from dlguide_core.data.imdb import IMDB_URL
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_recipes import FASHION_RECIPE, local_datasets
+    from dlguide_core.training.tf_configs import FASHION_RECIPE, local_datasets
 
     roots = settings.data_roots()
     found = [str(p) for p in local_datasets(recipe, roots)]
@@ -187,8 +191,8 @@ def tf_train_section(store) -> None:
 
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import store as jobs
-    from dlguide_core.training.recipes import recipes
-    from dlguide_core.training.tf_recipes import tensorflow_status
+    from dlguide_core.jobs.catalog import recipes
+    from dlguide_core.tensorflow_runtime import tensorflow_status
 
     st.markdown("**TensorFlow case studies**: the guide's Fashion-MNIST and IMDB review classifiers.")
     status = tensorflow_status()
@@ -196,7 +200,7 @@ def tf_train_section(store) -> None:
         st.info(status.reason, icon=":material/extension:")
         return
     found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
-    if not found:  # TensorFlow imports, but dlguide_core.training.tf_recipes did not register (a broken install)
+    if not found:  # TensorFlow is installed, but its recipes were not registered (jobs.catalog; a broken install)
         st.warning("TensorFlow is installed but its recipes did not load; see the app's log.",
                    icon=":material/extension:")
         return

@@ -10,7 +10,8 @@ from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import launch
 from dlguide_core.jobs import store as jobs
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, recipes
+from dlguide_core.jobs.catalog import recipes
+from dlguide_core.training.recipes import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from dlguide_core.cli.train import run_foreground
 from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
 from dlguide_core.training.diagnostics import training_warnings
-from dlguide_core.training.recipes import is_training
 from dlguide_core.training.tensorboard_export import export_job
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")

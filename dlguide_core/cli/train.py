@@ -16,8 +16,10 @@ from pathlib import Path
 
 from dlguide_core.cli.common import dataset_path
 from dlguide_core.jobs import store as jobs
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, TENSORFLOW_RECIPES, ConfigError, get_recipe, recipes
+from dlguide_core.jobs.catalog import get_recipe, recipes
+from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
+from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # CLI flag -> config field; None values keep the recipe's (the guide's) default.

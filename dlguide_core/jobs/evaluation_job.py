@@ -24,16 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.jobs.store import Job, JobStore, job_dir
-from dlguide_core.training.recipes import (
-    DEVICE_CHOICES,
-    ConfigError,
-    Recipe,
-    RunContext,
-    RunResult,
-    gpu_index,
-    register,
-)
+from dlguide_core.training.recipes import DEVICE_CHOICES, ConfigError, Recipe, RunContext, RunResult
 
 EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"
@@ -117,7 +110,7 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 
 
 def _device(device: str, slot: int) -> str | None:
-    """`auto` follows the queue's device rule (recipes.gpu_index) on a GPU machine, else best available."""
+    """`auto` follows the queue's device rule (gpu_slots.gpu_index) on a GPU machine, else best available."""
     if device != "auto":
         return device
     import torch
@@ -156,5 +149,7 @@ def run_evaluation(cfg: EvaluateConfig, ctx: RunContext) -> RunResult:
     return RunResult("completed", result.images, 1)
 
 
-register(Recipe(EVALUATE_RECIPE, "pytorch", EvaluateConfig, "dlguide_core.jobs.evaluation_job:run_evaluation",
-                "Evaluate weights on a held-out split (a long evaluation)", kind="evaluate"))
+def evaluation_recipe() -> Recipe:
+    """The `evaluate` job kind, for the registry (jobs.catalog registers it)."""
+    return Recipe(EVALUATE_RECIPE, "pytorch", EvaluateConfig, "dlguide_core.jobs.evaluation_job:run_evaluation",
+                  "Evaluate weights on a held-out split (a long evaluation)", kind="evaluate")

@@ -18,9 +18,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.gpu_slots import process_slot
+from dlguide_core.jobs.catalog import get_recipe, is_training
 from dlguide_core.jobs.store import Job, JobStore, StoreSink, dispatch
 from dlguide_core.training import distributed
-from dlguide_core.training.recipes import RunContext, RunResult, get_recipe, is_training, process_slot
+from dlguide_core.training.recipes import RunContext, RunResult
 from dlguide_core.training.sinks import ConsoleSink, TeeSink, TrainingSink
 from dlguide_core.training.tensorboard_export import TensorBoardSink
 

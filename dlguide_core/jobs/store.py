@@ -573,7 +573,7 @@ def max_concurrent() -> int:
 
 def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> Job:
     """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free."""
-    from dlguide_core.training.recipes import get_recipe
+    from dlguide_core.jobs.catalog import get_recipe
 
     found = get_recipe(recipe)
     if not isinstance(config, found.config_cls):
@@ -620,8 +620,8 @@ def launch(store: JobStore, job: Job) -> int:
 
 def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
     """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
-    (recipes.gpu_index: 0 when pinned to its block, else the queue's slot)."""
-    from dlguide_core.training.recipes import GPU_SLOT_ENV
+    (gpu_slots.gpu_index: 0 when pinned to its block, else the queue's slot)."""
+    from dlguide_core.gpu_slots import GPU_SLOT_ENV
 
     env = {**environ, "DLGUIDE_HOME": str(settings.home())}
     pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)

@@ -33,8 +33,8 @@ from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.gpu_slots import gpu_index, process_slot
 from dlguide_core.jobs.launch import DistributedError
-from dlguide_core.training.recipes import gpu_index, process_slot
 from dlguide_core.training.sinks import NullSink, TrainingSink
 
 TIMEOUT_S = 600  # a collective that waits longer than this fails instead of hanging forever
@@ -81,7 +81,7 @@ class DistEnv:
 
 
 def device_for(spec: str, env: DistEnv, slot: int = 0) -> torch.device:
-    """One device per local rank: cuda:(slot + LOCAL_RANK) when GPUs are used (recipes.gpu_index), else the CPU."""
+    """One device per local rank: cuda:(slot + LOCAL_RANK) when GPUs are used (gpu_slots.gpu_index), else the CPU."""
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():

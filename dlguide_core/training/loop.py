@@ -23,8 +23,9 @@ from torch.utils.data import DataLoader, Sampler
 
 from dlguide_core.data.datasets import DataBundle, load_data
 from dlguide_core.errors import DlguideError
+from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.training import distributed
-from dlguide_core.training.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe, gpu_index
+from dlguide_core.training.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe
 from dlguide_core.training.sinks import TrainingSink
 from dlguide_core.vision import models
 from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
@@ -40,7 +41,7 @@ class TrainingFailed(DlguideError):
 
 
 def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
-    """auto and cuda take the slot's GPU (recipes.gpu_index: cuda:slot mod the GPUs seen); cuda:N is N."""
+    """auto and cuda take the slot's GPU (gpu_slots.gpu_index: cuda:slot mod the GPUs seen); cuda:N is N."""
     if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if spec.startswith("cuda") and not torch.cuda.is_available():

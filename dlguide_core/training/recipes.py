@@ -1,9 +1,10 @@
 """Training recipes: a frozen config dataclass with the guide's defaults, plus a run function.
 
-The registry maps a recipe name to its `Recipe`. The run function is named as
-"module:function" and imported only when a job runs, so a TensorFlow recipe
-registers here without importing TensorFlow. Modules listed in RECIPE_MODULES are
-imported on first use and call `register(...)` (one line per extra module).
+The registry maps a recipe name to its `Recipe`. It starts with the PyTorch recipes defined here and
+knows nothing of the others: `dlguide_core.jobs.catalog` registers every other job kind (the
+TensorFlow recipes when TensorFlow is installed, the `evaluate` kind) and is what the CLI, the pages
+and the job processes ask. The run function is named as "module:function" and imported only when a
+job runs, so a TensorFlow recipe registers without importing TensorFlow.
 
 A run function has the signature `run(config, ctx: RunContext) -> RunResult`: it
 reports through `ctx.sink`, checkpoints to `ctx.checkpoint_path`, resumes from it
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +26,9 @@ from typing import Any, Literal
 from dlguide_core.errors import DlguideError
 from dlguide_core.training.sinks import TrainingSink
 
-# Modules that register more recipes when imported (issue 5 adds "dlguide_core.training.tf_recipes"; issue 13 the
-# `evaluate` job kind, a job of the store that is not training: see Recipe.kind).
-RECIPE_MODULES: tuple[str, ...] = ("dlguide_core.training.tf_recipes", "dlguide_core.jobs.evaluation_job")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
 AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
-# Registered by tf_recipes only when TensorFlow is installed; named here so the CLI and the job runner
-# can say why one is missing instead of "unknown recipe".
-TENSORFLOW_RECIPES = ("tf_fashion_mnist", "tf_text_classification")
 
 
 @dataclass(frozen=True)
@@ -142,34 +136,12 @@ class RunContext:
     job_dir: Path
     sink: TrainingSink
     resume: bool = False  # continue from checkpoint_path
-    slot: int = 0  # the job's first GPU among those this process sees (see gpu_index and process_slot)
+    slot: int = 0  # the job's first GPU among those this process sees (see dlguide_core.gpu_slots)
     dist: Any = None  # distributed.DistEnv when the job runs under torchrun (one per process)
 
     @property
     def checkpoint_path(self) -> Path:
         return self.job_dir / "checkpoint.pt"
-
-
-# Set by jobs.launch for each job process: its RunContext.slot (torchrun's workers inherit it).
-GPU_SLOT_ENV = "DLGUIDE_GPU_SLOT"
-
-
-def gpu_index(slot: int, visible: int) -> int:
-    """The one device rule, for every framework: a job on `device` auto or cuda runs on the GPU numbered
-    `slot` mod `visible` among the GPUs its process sees (torchrun's ranks: slot + LOCAL_RANK).
-
-    The queue gives each job a slot; a multi-device job is started pinned to its block of GPUs
-    (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, jobs.visible_devices_env), where its first GPU is
-    number 0, so its slot in the process is 0; a single-device job sees every GPU and keeps the
-    queue's slot. The modulo shares GPUs round-robin when DLGUIDE_MAX_JOBS allows more jobs than GPUs."""
-    return slot % visible if visible > 0 else 0
-
-
-def process_slot(default: int = 0) -> int:
-    """RunContext.slot of this process: what the launcher set in DLGUIDE_GPU_SLOT, else `default`
-    (a foreground run, a machine that joins a multi-node run)."""
-    raw = os.environ.get(GPU_SLOT_ENV, "").strip()
-    return int(raw) if raw.isdigit() else default
 
 
 @dataclass(frozen=True)
@@ -208,8 +180,15 @@ class Recipe:
         return self.config_cls(**{k: v for k, v in data.items() if k in names})
 
 
-_REGISTRY: dict[str, Recipe] = {}
-_loaded_modules: set[str] = set()
+PYTORCH_RECIPES = (
+    Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training.loop:run_recipe",
+           "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)", arch="inception_v3"),
+    Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training.loop:run_recipe",
+           "The guide's small CNN on CIFAR-10", arch="cifar_net"),
+)
+# The registry starts with its own recipes (the PyTorch loop looks them up in any process); other job kinds
+# are added by calling register() (dlguide_core.jobs.catalog does, once per process), never by an import.
+_REGISTRY: dict[str, Recipe] = {recipe.name: recipe for recipe in PYTORCH_RECIPES}
 
 
 def register(recipe: Recipe) -> Recipe:
@@ -217,49 +196,20 @@ def register(recipe: Recipe) -> Recipe:
     return recipe
 
 
-def _all_recipes() -> dict[str, Recipe]:
-    """Every registered job kind (extra modules imported on first call; a failing one is skipped)."""
-    for module in RECIPE_MODULES:
-        if module not in _loaded_modules:
-            _loaded_modules.add(module)
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                pass  # an optional framework's recipes simply do not appear
-    return dict(_REGISTRY)
-
-
 def recipes() -> dict[str, Recipe]:
     """Every registered training recipe (what `train --recipe` and the Train form offer)."""
-    return {name: r for name, r in _all_recipes().items() if r.kind == "train"}
+    return {name: r for name, r in _REGISTRY.items() if r.kind == "train"}
 
 
 def get_recipe(name: str) -> Recipe:
-    """A training recipe or another job kind (`evaluate`) by name."""
-    found = _all_recipes()
-    if name in TENSORFLOW_RECIPES and name not in found:
-        raise ConfigError(_tensorflow_reason(name))
-    if name not in found:
+    """A registered training recipe or another job kind (`evaluate`) by name."""
+    if name not in _REGISTRY:
         raise ConfigError(f"unknown recipe {name!r}; choose one of {', '.join(recipes())}")
-    return found[name]
+    return _REGISTRY[name]
 
 
 def is_training(recipe: str) -> bool:
     """Whether a job of `recipe` trains (has curves, a checkpoint, TensorBoard files); an unknown
     name (a recipe of a framework not installed here) counts as training."""
-    found = _all_recipes().get(recipe)
+    found = _REGISTRY.get(recipe)
     return found is None or found.kind == "train"
-
-
-def _tensorflow_reason(name: str) -> str:
-    try:
-        from dlguide_core.training.tf_recipes import tensorflow_status
-    except ImportError as exc:
-        return f"{name} needs dlguide_core.training.tf_recipes, which does not import ({exc})"
-    return tensorflow_status().reason
-
-
-register(Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training.loop:run_recipe",
-                "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)", arch="inception_v3"))
-register(Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training.loop:run_recipe",
-                "The guide's small CNN on CIFAR-10", arch="cifar_net"))

@@ -21,8 +21,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.store import STEP_EXTRAS, JobError, JobStore, job_dir
-from dlguide_core.training.recipes import is_training
 from dlguide_core.training.sinks import NullSink
 
 FOLDER = "tensorboard"  # inside each job folder

@@ -1,26 +1,22 @@
-"""Data for the TensorFlow case studies: Fashion-MNIST and the IMDB reviews (aclImdb).
+"""Fashion-MNIST for the TensorFlow case study: a local folder of the four idx files, or keras.datasets.
 
-Fashion-MNIST comes from a local folder holding the four standard `*-idx?-ubyte.gz`
-files (parsed here with numpy + gzip) or, online, from `keras.datasets`. IMDB comes
-from a local `aclImdb/` tree (train|test × pos|neg, one review per .txt file; the
-`unsup` folder is ignored, as the guide deletes it) or is downloaded and unpacked.
-Offline with no local copy, a one-line DatasetError says what to fetch and where to put it.
-
-Only numpy here: TensorFlow is imported by the callers, inside functions.
+A local folder holds the four standard `*-idx?-ubyte.gz` files (parsed here with numpy + gzip);
+without one, `keras.datasets` downloads them (online). Offline with no local copy, a one-line
+DatasetError says what to fetch and where to put it. TensorFlow is imported only for the download.
 """
 
 from __future__ import annotations
 
 import gzip
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from dlguide_core import settings
-from dlguide_core.downloads import DownloadFailed, ProgressFn, download_file, offline
-from dlguide_core.errors import DlguideError
+from dlguide_core.data.local_copies import candidate_folders
+from dlguide_core.downloads import offline
+from dlguide_core.errors import DatasetError
 
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -31,16 +27,9 @@ FASHION_FILES = {
     "test_labels": "t10k-labels-idx1-ubyte.gz",
 }
 FASHION_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"  # where keras.datasets fetches them
-IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
-IMDB_FOLDER = "aclImdb"
-IMDB_CLASSES = ("neg", "pos")  # label 0 = negative, 1 = positive (alphabetical, as the guide's loader infers)
 
 # idx type codes (the third magic byte) -> numpy dtype, big-endian as the format says
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
-
-
-class DatasetError(DlguideError):
-    """A TensorFlow recipe's dataset that is missing or malformed (says what to do)."""
 
 
 @dataclass(frozen=True)
@@ -52,9 +41,6 @@ class ArrayData:
     test_images: np.ndarray
     test_labels: np.ndarray
     source: str
-
-
-# ------------------------------------------------------------------ Fashion-MNIST
 
 
 def read_idx(path: str | Path) -> np.ndarray:
@@ -110,7 +96,7 @@ def load_fashion_mnist(data: str | Path = "") -> ArrayData:
             f"under the data roots (e.g. {settings.home() / 'data' / 'fashion-mnist'}) and pick it")
     if offline():
         raise DatasetError(f"Fashion-MNIST is not available offline: {hint}")
-    from dlguide_core.training.tf_recipes import import_tensorflow
+    from dlguide_core.tensorflow_runtime import import_tensorflow
 
     import_tensorflow()  # TensorFlow with its process settings, before Keras loads it
     from keras import datasets
@@ -122,65 +108,6 @@ def load_fashion_mnist(data: str | Path = "") -> ArrayData:
     return ArrayData(x_train, y_train, x_test, y_test, source="keras.datasets.fashion_mnist")
 
 
-def _candidates(roots: list[Path], depth: int = 2) -> list[Path]:
-    """The roots and their sub-folders down to `depth` levels (hidden ones skipped)."""
-    found, level = [], [Path(r) for r in roots if Path(r).is_dir()]
-    for _ in range(depth + 1):
-        found += level
-        level = [c for p in level for c in sorted(p.iterdir()) if c.is_dir() and not c.name.startswith(".")]
-    return found
-
-
 def find_fashion_folders(roots: list[Path]) -> list[Path]:
     """Folders under the data roots that hold the four Fashion-MNIST idx files."""
-    return [p for p in _candidates(roots) if all((p / name).is_file() for name in FASHION_FILES.values())]
-
-
-def find_imdb_trees(roots: list[Path]) -> list[Path]:
-    """aclImdb trees under the data roots."""
-    return [p for p in _candidates(roots) if p.name == IMDB_FOLDER and find_imdb(p) == p]
-
-
-# ------------------------------------------------------------------ IMDB (aclImdb)
-
-
-def find_imdb(folder: str | Path) -> Path | None:
-    """`folder` itself when it is an aclImdb tree, or its aclImdb/ child; else None."""
-    folder = Path(folder)
-    for candidate in (folder, folder / IMDB_FOLDER):
-        if all((candidate / split / label).is_dir() for split in ("train", "test") for label in IMDB_CLASSES):
-            return candidate
-    return None
-
-
-def fetch_imdb(into: str | Path | None = None, progress: ProgressFn | None = None) -> Path:
-    """Download and unpack aclImdb_v1.tar.gz into `into` (default DLGUIDE_HOME/data); returns aclImdb/."""
-    into = Path(into) if into else settings.home() / "data"
-    archive = into / "aclImdb_v1.tar.gz"
-    try:
-        if not archive.is_file():
-            download_file(IMDB_URL, archive, progress=progress, timeout=60.0)
-    except DownloadFailed as exc:
-        raise DatasetError(f"the IMDB reviews could not be downloaded ({exc}). Download {IMDB_URL} elsewhere and "
-                           f"unpack it so that {into / IMDB_FOLDER}/train/pos exists") from None
-    with tarfile.open(archive) as tar:
-        # filter="data" refuses absolute paths, links out of the tree and device files
-        members = [m for m in tar.getmembers() if "/unsup/" not in m.name + "/"]
-        tar.extractall(into, members=members, filter="data")
-    archive.unlink(missing_ok=True)
-    found = find_imdb(into)
-    if found is None:
-        raise DatasetError(f"{archive.name} did not unpack to {into / IMDB_FOLDER}/(train|test)/(pos|neg)")
-    return found
-
-
-def locate_imdb(data: str | Path = "", progress: ProgressFn | None = None) -> Path:
-    """The aclImdb tree in `data`, or (no `data`) the cached or freshly downloaded one."""
-    if data:
-        found = find_imdb(data)
-        if found is None:
-            raise DatasetError(f"{data}: expected an {IMDB_FOLDER}/ tree with train/ and test/, each holding "
-                               f"pos/ and neg/ review files (unpack {IMDB_URL})")
-        return found
-    cached = find_imdb(settings.home() / "data")
-    return cached if cached is not None else fetch_imdb(progress=progress)
+    return [p for p in candidate_folders(roots) if all((p / name).is_file() for name in FASHION_FILES.values())]

@@ -1,0 +1,60 @@
+"""Every job kind this installation can run: the one place that knows the registry's plug-ins.
+
+The recipe registry (training/recipes.py) holds the PyTorch recipes and knows nothing else. The first
+call here registers the rest, once per process: the TensorFlow recipes when TensorFlow is installed
+(training/tf_configs.py), and the `evaluate` job kind (jobs/evaluation_job.py). The CLI, the pages,
+the job runner and the queue ask this module whenever they need every kind; a TensorFlow recipe on a
+machine without TensorFlow is explained (tensorflow_status().reason), not "unknown".
+
+Light at import and at call (no torch, no TensorFlow): `--help` and `jobs list` go through here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from dlguide_core import tensorflow_runtime
+from dlguide_core.jobs.evaluation_job import evaluation_recipe
+from dlguide_core.training import recipes as registry
+from dlguide_core.training.recipes import ConfigError, Recipe
+from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES, tensorflow_recipes
+
+_loaded: list[bool] = []  # non-empty once this process registered its job kinds
+_lock = threading.Lock()
+
+
+def register_job_kinds() -> None:
+    """Register the TensorFlow recipes (when TensorFlow is installed) and the evaluate kind, once."""
+    with _lock:
+        if _loaded:
+            return
+        _loaded.append(True)
+        if tensorflow_runtime.tensorflow_status().available:
+            for recipe in tensorflow_recipes():
+                registry.register(recipe)
+        registry.register(evaluation_recipe())
+
+
+def recipes() -> dict[str, Recipe]:
+    """Every training recipe (what `train --recipe` and the Train form offer)."""
+    register_job_kinds()
+    return registry.recipes()
+
+
+def get_recipe(name: str) -> Recipe:
+    """A training recipe or another job kind (`evaluate`) by name; a TensorFlow recipe this machine
+    cannot run says why."""
+    register_job_kinds()
+    try:
+        return registry.get_recipe(name)
+    except ConfigError:
+        if name in TENSORFLOW_RECIPES:
+            raise ConfigError(tensorflow_runtime.tensorflow_status().reason) from None
+        raise
+
+
+def is_training(recipe: str) -> bool:
+    """Whether a job of `recipe` trains (has curves, a checkpoint, TensorBoard files); an unknown
+    name (a recipe of a framework not installed here) counts as training."""
+    register_job_kinds()
+    return registry.is_training(recipe)

@@ -58,9 +58,23 @@ def candidate_folders() -> list[tuple[str, Path | None]]:
 _FOUND: dict[int, tuple[ModuleType, Lookup]] = {}  # modules loaded from a fallback folder, and how
 
 
+# MIGraphX and TensorFlow each register protobuf descriptors of the same ONNX/TF protos: loading MIGraphX
+# after TensorFlow aborts the whole process (a C++ CHECK in AddDescriptors), the other order works. The
+# TensorFlow runtime therefore loads MIGraphX first (tensorflow_runtime.import_tensorflow), and a late
+# load refuses instead of taking the process (an app server: every visitor) down.
+TENSORFLOW_FIRST = ("MIGraphX cannot load in a process that has already loaded TensorFlow (their protobuf "
+                    "registrations clash and the process would abort); restart it, MIGraphX loads first then")
+
+
+def _tensorflow_loaded() -> bool:
+    return "migraphx" not in sys.modules and any(name.startswith("tensorflow.python") for name in sys.modules)
+
+
 def load() -> tuple[ModuleType, Lookup]:
     """The `migraphx` module and where it came from; MigraphxMissing (one line) when nowhere works."""
     tried, broken = [], False  # broken: a module was found but would not load
+    if _tensorflow_loaded() and importlib.util.find_spec("migraphx") is not None:
+        raise MigraphxMissing(f"module migraphx found but unusable: {TENSORFLOW_FIRST}")
     try:
         import migraphx
 
@@ -79,6 +93,10 @@ def load() -> tuple[ModuleType, Lookup]:
         spec = importlib.machinery.PathFinder.find_spec("migraphx", [str(folder)])
         if spec is None or spec.loader is None:
             tried.append(f"no migraphx module in {folder} ({how})")
+            continue
+        if _tensorflow_loaded():
+            broken = True
+            tried.append(f"{spec.origin} ({how}): {TENSORFLOW_FIRST}")
             continue
         try:
             module = importlib.util.module_from_spec(spec)

@@ -75,6 +75,7 @@ def _tensorflow_module() -> Any:
         raise TensorFlowUnavailable(status.reason)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep oneDNN/cpu-feature banners out of job logs
     _load_triton_first()
+    _load_migraphx_first()
     try:
         import tensorflow as tf
     except Exception as exc:  # noqa: BLE001 - a broken TF install raises anything from ImportError to OSError
@@ -99,6 +100,17 @@ def _load_triton_first() -> None:
             import triton  # noqa: F401
         except Exception:  # noqa: BLE001 - a broken Triton only matters to torch.compile
             pass
+
+
+def _load_migraphx_first() -> None:
+    # MIGraphX loaded after TensorFlow aborts the process (clashing protobuf registrations, see
+    # migraphx_lib.TENSORFLOW_FIRST); the other order works. A process that may meet both loads MIGraphX first.
+    from dlguide_core import migraphx_lib
+
+    try:
+        migraphx_lib.load()
+    except migraphx_lib.MigraphxMissing:  # not installed (or unusable): nothing can clash
+        pass
 
 
 def _configure_gpus(tf: Any, device: str, slot: int) -> None:

@@ -150,3 +150,35 @@ def test_dockerfile_installs_migraphx_and_onnxruntime_rocm_in_one_step():
 def test_readme_documents_the_rocm_check():
     text = (ROOT / "README.md").read_text()
     assert "python -m dlguide_core devices --json" in text and '"migraphx": true' in text
+
+
+_TF_THEN_MIGRAPHX = """
+import json, sys
+{first}
+from dlguide_core import migraphx_lib
+print(json.dumps(migraphx_lib.status()))
+"""
+
+
+THROUGH_OUR_RUNTIME = "from dlguide_core.tensorflow_runtime import import_tensorflow; import_tensorflow('cpu')"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", ["import tensorflow", THROUGH_OUR_RUNTIME])
+def test_migraphx_after_tensorflow_refuses_or_loads_first_instead_of_aborting(first: str) -> None:
+    """MIGraphX loaded after TensorFlow aborts the process (clashing protobuf registrations). A plain
+    `import tensorflow` first: status says so in one line; TensorFlow through our runtime: MIGraphX loaded first."""
+    import importlib.util
+    import json
+    import subprocess
+
+    if importlib.util.find_spec("tensorflow") is None or not migraphx_lib.status()[0]:
+        pytest.skip("needs TensorFlow and a loadable MIGraphX (`make install` with ../shared/migraphx)")
+    done = subprocess.run([sys.executable, "-c", _TF_THEN_MIGRAPHX.format(first=first)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]  # -6 (SIGABRT) before the fix
+    usable, reason = json.loads(done.stdout.strip().splitlines()[-1])
+    if first == "import tensorflow":
+        assert not usable and "restart" in reason and "TensorFlow" in reason and "\n" not in reason
+    else:
+        assert usable, reason

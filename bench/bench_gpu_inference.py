@@ -23,7 +23,7 @@ os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
 
 import torch  # noqa: E402
 
-from dlguide_core.inference.backends import BackendOptions  # noqa: E402
+from dlguide_core.inference.backend_base import BackendOptions  # noqa: E402
 from dlguide_core.inference.benchmark import BenchConfig, run_benchmark  # noqa: E402
 from dlguide_core.training.loop import device_name  # noqa: E402
 from dlguide_core.vision.models import IMAGENET_FILENAME, load_model, standin_imagenet_state  # noqa: E402

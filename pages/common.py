@@ -272,7 +272,7 @@ def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, 
 
 @st.cache_resource(show_spinner="Preparing the backend…", max_entries=8)
 def _cached_backend(name: str, fingerprint: str, source: str, options, batch_size: int, _loaded: LoadedModel):
-    from dlguide_core.inference.backends import prepare_backend
+    from dlguide_core.inference.registry import prepare_backend
 
     return prepare_backend(name, _loaded, batch_size=batch_size, options=options)
 
@@ -281,7 +281,8 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
     """A prepared backend (ONNX session, compiled MIGraphX program…), one per model, options and batch size;
     never mutated after caching. With `progress(message, fraction)`, the slow disk-cached steps (export,
     MIGraphX compile) run first outside the cache, since a cached function cannot draw progress."""
-    from dlguide_core.inference.backends import BackendOptions, precompile
+    from dlguide_core.inference.backend_base import BackendOptions
+    from dlguide_core.inference.registry import precompile
 
     options = options or BackendOptions()
     if progress is not None:
@@ -294,7 +295,8 @@ BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "mi
 
 def backend_selectbox(key: str, label: str = "Backend") -> str:
     """PyTorch first (the default), then each compiled backend that can run here."""
-    from dlguide_core.inference.backends import backend_choices, backend_status
+    from dlguide_core.inference.choice import backend_choices
+    from dlguide_core.inference.registry import backend_status
 
     titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
     return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: titles.get(n, n),
@@ -309,7 +311,8 @@ PRECISION_LABELS = {"fp32": "fp32 (same answers as PyTorch)",
 
 def precision_options(backend: str, key: str):
     """A precision choice among those `backend` can run here; BackendOptions for it."""
-    from dlguide_core.inference.backends import BackendOptions, precision_choices
+    from dlguide_core.inference.backend_base import BackendOptions
+    from dlguide_core.inference.choice import precision_choices
 
     choice = st.selectbox("Precision", precision_choices(backend), key=key,
                           format_func=lambda p: PRECISION_LABELS.get(p, p))

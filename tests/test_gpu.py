@@ -116,7 +116,9 @@ def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) ->
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         pytest.skip(f"this onnxruntime build has no CUDA provider ({ort.get_available_providers()}): "
                     "install onnxruntime-gpu")
-    from dlguide_core.inference.backends import BackendOptions, agreement, prepare_backend, sample_batch
+    from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+    from dlguide_core.inference.benchmark import agreement
+    from dlguide_core.inference.registry import prepare_backend
 
     loaded = load_model("imagenet", device="cuda")
     backend = prepare_backend("onnxruntime", loaded, batch_size=4, options=BackendOptions(target="gpu"))

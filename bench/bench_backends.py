@@ -46,7 +46,8 @@ def measure(backends: dict, batch: torch.Tensor, rounds: int, iters: int) -> dic
 def standin_weights() -> str:
     """imagenet when cached, else a TORCH_HOME holding the stand-in weights (a real softmax spread,
     so int8 agreement means something; latency does not depend on the values). Returns a label."""
-    from dlguide_core.vision.models import imagenet_weights_path, standin_imagenet_state
+    from dlguide_core.vision.models import imagenet_weights_path
+    from tests.support.standin_weights import standin_imagenet_state
 
     if imagenet_weights_path().is_file():
         return "ImageNet weights"

@@ -19,3 +19,7 @@ class CheckpointError(DlguideError):
 
 class PathNotAllowed(DlguideError):
     """A path outside the configured data roots."""
+
+
+class DatasetError(DlguideError):
+    """A dataset folder or file that is missing, in the wrong layout, or unreadable."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
+from tests.support.toy_data import write_toy_dataset
 from tests.test_evaluation_page import finished_job
 
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
+from tests.support.toy_data import write_toy_dataset
 
 
 @pytest.fixture

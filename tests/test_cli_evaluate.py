@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from dlguide_core.cli import main
-from dlguide_core.data.datasets import write_toy_dataset
+from tests.support.toy_data import write_toy_dataset
 from tests.test_evaluation import _toy_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
+from tests.support.toy_data import write_toy_dataset
 from tests.test_datasets import tree, write_tiny_imagenet
 
 

@@ -17,13 +17,14 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from dlguide_core.data.datasets import load_data, write_toy_dataset
+from dlguide_core.data.image_folders import load_data
 from dlguide_core.jobs import launch as L
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training import distributed as D
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.models import load_model
+from tests.support.toy_data import write_toy_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 

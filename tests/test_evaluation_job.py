@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import evaluate_model
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.comparison import run_summary
@@ -29,6 +28,7 @@ from dlguide_core.training.recipes import ConfigError, get_recipe, is_training, 
 from dlguide_core.training.sinks import NullSink
 from dlguide_core.training.tensorboard_export import export_job
 from dlguide_core.vision.models import job_checkpoints, load_model
+from tests.support.toy_data import write_toy_dataset
 from tests.test_evaluation import _toy_checkpoint
 
 CLASSES = ("class_0", "class_1", "class_2")

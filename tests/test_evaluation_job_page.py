@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, stored_result
 from dlguide_core.jobs.store import ACTIVE, JobStore
 from tests.apptest import open_app
+from tests.support.toy_data import write_toy_dataset
 from tests.test_evaluation_page import _charts, finished_job
 
 

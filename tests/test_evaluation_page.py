@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from tests.apptest import open_app
+from tests.support.toy_data import write_toy_dataset
 from tests.test_evaluation import _toy_checkpoint
 
 CLASSES = ("class_0", "class_1", "class_2")

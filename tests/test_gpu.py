@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from dlguide_core.cli import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
 from dlguide_core.vision.samples import bundled_samples
+from tests.support.toy_data import write_toy_dataset
 
 pytestmark = pytest.mark.gpu
 

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from dlguide_core.data.datasets import DataBundle, load_data
+from dlguide_core.data.image_folders import DataBundle, load_data
 from dlguide_core.errors import DlguideError
 from dlguide_core.training import distributed
 from dlguide_core.training.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe, gpu_index

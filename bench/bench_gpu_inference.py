@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from dlguide_core.inference.backend_base import BackendOptions  # noqa: E402
 from dlguide_core.inference.benchmark import BenchConfig, run_benchmark  # noqa: E402
-from dlguide_core.training.loop import device_name  # noqa: E402
+from dlguide_core.training.factories import device_name  # noqa: E402
 from dlguide_core.vision.models import IMAGENET_FILENAME, load_model  # noqa: E402
 from tests.support.standin_weights import standin_imagenet_state  # noqa: E402
 

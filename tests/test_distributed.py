@@ -72,7 +72,7 @@ def test_sharded_sampler_splits_each_epoch_and_skips_on_resume() -> None:
 
 
 def test_one_seeded_epoch_shuffle_serves_both_samplers() -> None:
-    from dlguide_core.training.loop import EpochSampler
+    from dlguide_core.training.factories import EpochSampler
 
     order = D.epoch_permutation(10, seed=5, epoch=2)
     assert sorted(order) == list(range(10)) and order != D.epoch_permutation(10, seed=5, epoch=3)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlguide_core.training.loop import resolve_device, run_recipe
+from dlguide_core.training.factories import resolve_device
+from dlguide_core.training.loop import run_recipe
 from dlguide_core.training.recipes import RunContext, get_recipe
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint

@@ -22,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # torchvision: only when a dataset is prepared
-    from dlguide_core.data import cifar10, image_folders, tiny_imagenet
+    from dlguide_core.data import cifar10, image_folders, tiny_imagenet  # torchvision: only when one is prepared
 
     target = dataset_path(args.dir)
     progress = download_progress("the dataset")
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.download and not (target / "train").is_dir():
         target = tiny_imagenet.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
-                                              progress)
+                                                   progress)
     report = tiny_imagenet.prepare_tiny_imagenet(target)
     _emit(args.json, {"path": str(target), "dataset": "tiny-imagenet", "moved": report.moved,
                       "already_in_place": report.already_in_place, "total": report.total,

@@ -106,7 +106,7 @@ def fetch_tiny_imagenet(into: str | Path, progress: ProgressFn | None = None) ->
     if (folder / "train").is_dir():
         return folder
     archive = fetch_archive(TINY_IMAGENET_URL, TINY_IMAGENET_MD5, into / "tiny-imagenet-200.zip", progress,
-                             "tiny-imagenet-200")
+                            "tiny-imagenet-200")
     with zipfile.ZipFile(archive) as zf:
         check_members(zf.namelist(), into)
         zf.extractall(into)

@@ -28,8 +28,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dlguide_core.errors import DlguideError  # noqa: E402
-from dlguide_core.inference.backends import BackendOptions, agreement, prepare_backend, sample_batch  # noqa: E402
-from dlguide_core.inference.benchmark import time_runs  # noqa: E402
+from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
+from dlguide_core.inference.benchmark import agreement, time_runs  # noqa: E402
+from dlguide_core.inference.registry import prepare_backend  # noqa: E402
 from dlguide_core.vision.models import load_model  # noqa: E402
 
 
@@ -45,7 +46,8 @@ def measure(backends: dict, batch: torch.Tensor, rounds: int, iters: int) -> dic
 def standin_weights() -> str:
     """imagenet when cached, else a TORCH_HOME holding the stand-in weights (a real softmax spread,
     so int8 agreement means something; latency does not depend on the values). Returns a label."""
-    from dlguide_core.vision.models import imagenet_weights_path, standin_imagenet_state
+    from dlguide_core.vision.models import imagenet_weights_path
+    from tests.support.standin_weights import standin_imagenet_state
 
     if imagenet_weights_path().is_file():
         return "ImageNet weights"
@@ -84,7 +86,7 @@ class GuideEager:
 def migraphx_paths(loaded, size: int, precisions: list[str], notes: list[str]) -> dict:
     """MIGraphX compiled for `size` at each precision (compile timed), then prepared again from the saved
     .mxr (load timed): the second start is what is benchmarked. Empty where MIGraphX does not load."""
-    from dlguide_core.inference.backends import MigraphxBackend
+    from dlguide_core.inference.backend_migraphx import MigraphxBackend
 
     out = {}
     for precision in precisions:

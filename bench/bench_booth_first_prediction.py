@@ -10,7 +10,7 @@ first visitor waits for the model, the export and the session.
     .venv/bin/python bench/bench_booth_first_prediction.py [--runs 1] [--backend auto]
 
 Weights: TORCH_HOME's ImageNet file when there is one, else a stand-in Inception v3 of the same shape
-(dlguide_core.vision.models.standin_imagenet_state): the export and session cost the same.
+(tests.support.standin_weights.standin_imagenet_state): the export and session cost the same.
 """
 
 from __future__ import annotations

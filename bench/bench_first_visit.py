@@ -241,7 +241,8 @@ def launch_browser(pw):
 
 def weights_env(workdir: Path) -> dict[str, str]:
     """TORCH_HOME's ImageNet file when there is one, else a stand-in Inception v3 of the same shape (offline)."""
-    from dlguide_core.vision.models import imagenet_weights_path, standin_imagenet_state
+    from dlguide_core.vision.models import imagenet_weights_path
+    from tests.support.standin_weights import standin_imagenet_state
 
     if imagenet_weights_path().is_file():
         return {}

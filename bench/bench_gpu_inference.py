@@ -4,7 +4,7 @@ and `python -m dlguide_core bench` use (end to end: host batch in, host logits o
 
     .venv/bin/python bench/bench_gpu_inference.py --json results.json    # on the GPU machine
 
-Weights: a random Inception v3 whose classifier is rescaled on the bundled photos (models.standin_imagenet_state),
+Weights: a random Inception v3 whose classifier is rescaled on the bundled photos (tests/support/standin_weights.py),
 so agreement with eager compares a real probability spread; speed does not depend on the values.
 """
 
@@ -23,10 +23,11 @@ os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
 
 import torch  # noqa: E402
 
-from dlguide_core.inference.backends import BackendOptions  # noqa: E402
+from dlguide_core.inference.backend_base import BackendOptions  # noqa: E402
 from dlguide_core.inference.benchmark import BenchConfig, run_benchmark  # noqa: E402
-from dlguide_core.training.loop import device_name  # noqa: E402
-from dlguide_core.vision.models import IMAGENET_FILENAME, load_model, standin_imagenet_state  # noqa: E402
+from dlguide_core.training.factories import device_name  # noqa: E402
+from dlguide_core.vision.models import IMAGENET_FILENAME, load_model  # noqa: E402
+from tests.support.standin_weights import standin_imagenet_state  # noqa: E402
 
 ROWS = {
     "eager": ("torch", BackendOptions()),

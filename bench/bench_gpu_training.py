@@ -35,8 +35,9 @@ from PIL import Image  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from dlguide_core.data.datasets import load_data  # noqa: E402
-from dlguide_core.training.loop import EpochSampler, build_run, device_name, fit  # noqa: E402
+from dlguide_core.data.image_folders import load_data  # noqa: E402
+from dlguide_core.training.factories import EpochSampler, device_name  # noqa: E402
+from dlguide_core.training.loop import build_run, fit  # noqa: E402
 from dlguide_core.training.recipes import get_recipe  # noqa: E402
 from dlguide_core.training.sinks import NullSink  # noqa: E402
 from dlguide_core.vision.models import build_model, drop_aux_head  # noqa: E402

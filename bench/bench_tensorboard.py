@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore, StoreSink
 from dlguide_core.training.loop import build_run, fit
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import NullSink, TeeSink
 from dlguide_core.training.tensorboard_export import TensorBoardSink
+from tests.support.toy_data import write_toy_dataset
 
 
 class StepClock(NullSink):

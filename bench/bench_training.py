@@ -23,11 +23,11 @@ os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
 
 import torch  # noqa: E402
 
-from dlguide_core.data.datasets import write_toy_dataset  # noqa: E402
 from dlguide_core.jobs import store as jobs  # noqa: E402
 from dlguide_core.training.loop import build_run, fit  # noqa: E402
 from dlguide_core.training.recipes import get_recipe  # noqa: E402
 from dlguide_core.training.sinks import NullSink  # noqa: E402
+from tests.support.toy_data import write_toy_dataset  # noqa: E402
 
 
 class AlternatingSink(NullSink):

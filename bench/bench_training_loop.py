@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from dlguide_core.data.datasets import load_data
+from dlguide_core.data.image_folders import load_data
 from dlguide_core.training.loop import build_run, fit
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import NullSink

@@ -105,16 +105,16 @@ def fastest_runner(loaded: LoadedModel) -> Runner:
     Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
     (a cache of the model, never of visitor data).
     """
-    from dlguide_core.inference import backends
+    from dlguide_core.inference import registry
 
     choice = backend_choice()
     why = f"DLGUIDE_KIOSK_BACKEND={choice}"
     if choice == "auto":
         backend, why = fastest_measured(loaded)
-    elif choice in backends.BACKENDS:
-        backend = backends.prepare_backend(choice, loaded)
+    elif choice in registry.BACKENDS:
+        backend = registry.prepare_backend(choice, loaded)
     else:
-        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(backends.BACKENDS)}, "
+        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(registry.BACKENDS)}, "
                            f"not {choice!r}")
     return Runner(f"{backend.label} · {backend.provider}", provider_device(backend.provider, loaded), backend.run,
                   why=why)
@@ -124,19 +124,19 @@ RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per conte
 
 
 def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
-    """`backends.prepare_fastest`, then, on a CPU host, the contenders it names (MIGraphX (CPU) against
+    """`choice.prepare_fastest`, then, on a CPU host, the contenders it names (MIGraphX (CPU) against
     ONNX Runtime) prepared and timed on one sample photo: the fastest p50 wins. Returns it and the ranking."""
-    from dlguide_core.inference import backends
+    from dlguide_core.inference import backend_base, choice, registry
 
-    best = backends.prepare_fastest(loaded)
-    contenders = backends.cpu_contenders(backends.fastest_available(loaded)) if best.name == "onnxruntime" else []
+    best = choice.prepare_fastest(loaded)
+    contenders = choice.cpu_contenders(choice.fastest_available(loaded)) if best.name == "onnxruntime" else []
     if not contenders:
-        return best, f"{best.label}: {backends.fastest_available(loaded).reason}"
-    batch = backends.sample_batch(loaded, 1)  # (1, 3, crop, crop)
+        return best, f"{best.label}: {choice.fastest_available(loaded).reason}"
+    batch = backend_base.sample_batch(loaded, 1)  # (1, 3, crop, crop)
     timed = [(measure_p50_ms(best, batch), best)]
     for contender in contenders:
         try:
-            other = backends.prepare_backend(contender.name, loaded, options=contender.options)
+            other = registry.prepare_backend(contender.name, loaded, options=contender.options)
         except DlguideError:
             continue  # a contender that cannot prepare here simply does not run
         first_ms = measure_once_ms(other, batch)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference.backends import backend_model
+from dlguide_core.inference.backend_base import backend_model
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.result_files import results_csv, results_json

@@ -5,19 +5,10 @@ import plotly.express as px
 import streamlit as st
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference.backends import (
-    GRAPH_OPTIMIZATIONS,
-    TARGETS,
-    BackendOptions,
-    backend_choices,
-    backend_label,
-    backend_model,
-    backend_status,
-    fastest_available,
-    precision_choices,
-    precision_refusals,
-)
+from dlguide_core.inference.backend_base import GRAPH_OPTIMIZATIONS, TARGETS, BackendOptions, backend_model
 from dlguide_core.inference.benchmark import BenchConfig, results_table, run_benchmark
+from dlguide_core.inference.choice import backend_choices, fastest_available, precision_choices, precision_refusals
+from dlguide_core.inference.registry import backend_label, backend_status
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.samples import bundled_samples

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import serve
-from dlguide_core.vision.models import standin_imagenet_state
 from tests.support.ports import free_port
+from tests.support.standin_weights import standin_imagenet_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

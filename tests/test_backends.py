@@ -12,23 +12,19 @@ import pytest
 import torch
 
 from dlguide_core import migraphx_lib
-from dlguide_core.inference import backend_base, backends
-from dlguide_core.inference.backends import (
+from dlguide_core.inference import backend_base, backend_onnxruntime, registry
+from dlguide_core.inference.backend_base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
-    agreement,
-    backend_choices,
     backend_model,
-    backend_status,
-    compiled_path,
-    fastest_available,
-    ort_providers,
-    precision_choices,
-    prepare_backend,
-    prepare_fastest,
     sample_batch,
 )
+from dlguide_core.inference.backend_migraphx import compiled_path
+from dlguide_core.inference.backend_onnxruntime import ort_providers
+from dlguide_core.inference.benchmark import agreement
+from dlguide_core.inference.choice import backend_choices, fastest_available, precision_choices, prepare_fastest
+from dlguide_core.inference.registry import backend_status, prepare_backend
 from dlguide_core.vision.classify import classify_sources, predict_logits
 from dlguide_core.vision.samples import bundled_samples
 from tests.support.fake_migraphx import FakeMigraphx
@@ -123,7 +119,7 @@ def test_torch_refuses_other_precisions_as_a_state(cifar):
 
 def test_unknown_backend_and_bad_options_name_the_choices():
     with pytest.raises(ValueError, match="torch, onnxruntime, migraphx"):
-        backends.backend_class("tensorrt")
+        registry.backend_class("tensorrt")
     with pytest.raises(ValueError, match="fp32, fp16, bf16, int8"):
         BackendOptions(precision="fp8")
 
@@ -200,7 +196,8 @@ def test_onnxruntime_int8_on_the_cpu_runs_a_calibrated_qdq_model(cifar, monkeypa
 
 
 def test_graph_optimisation_and_threads_reach_the_session_options():
-    so = backends.session_options(BackendOptions(intra_op_threads=3, inter_op_threads=1, graph_optimization="basic"))
+    options = BackendOptions(intra_op_threads=3, inter_op_threads=1, graph_optimization="basic")
+    so = backend_onnxruntime.session_options(options)
     assert so.intra_op_num_threads == 3 and so.inter_op_num_threads == 1
     assert so.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
 

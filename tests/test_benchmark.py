@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from dlguide_core.inference.backends import BackendError, BackendOptions, OnnxRuntimeBackend
+from dlguide_core.inference.backend_base import BackendError, BackendOptions
+from dlguide_core.inference.backend_onnxruntime import OnnxRuntimeBackend
 from dlguide_core.inference.benchmark import (
     ROW_KEYS,
     BenchConfig,

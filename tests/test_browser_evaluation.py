@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from tests.support.jobs import finished_job
+from tests.support.toy_data import write_toy_dataset
 
 
 @pytest.mark.browser

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 
 

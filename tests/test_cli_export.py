@@ -10,7 +10,8 @@ import onnx
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.inference.backends import BackendError, OnnxRuntimeBackend
+from dlguide_core.inference.backend_base import BackendError
+from dlguide_core.inference.backend_onnxruntime import OnnxRuntimeBackend
 from dlguide_core.inference.benchmark import ROW_KEYS
 from tests.support.compiled_helpers import write_cifar_checkpoint
 

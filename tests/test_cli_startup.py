@@ -73,10 +73,10 @@ def test_jobs_show_cancel_export_do_not_import_heavy_libraries() -> None:
 
 def test_the_parsers_choices_match_the_core() -> None:
     """bench and export keep their choices beside the parser (the core modules import torch)."""
-    from dlguide_core.inference import backends, export
+    from dlguide_core.inference import backend_base, export, registry
 
-    assert cli_bench.BACKENDS == tuple(backends.BACKENDS)
-    assert (cli_bench.PRECISIONS, cli_bench.TARGETS) == (backends.PRECISIONS, backends.TARGETS)
+    assert cli_bench.BACKENDS == tuple(registry.BACKENDS)
+    assert (cli_bench.PRECISIONS, cli_bench.TARGETS) == (backend_base.PRECISIONS, backend_base.TARGETS)
     assert cli_export.EXPORTERS == export.EXPORTERS
 
 

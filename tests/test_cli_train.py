@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from tests.support.tiny_imagenet import tree, write_tiny_imagenet
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_until_done
 
 

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.data import datasets
-from dlguide_core.data.datasets import DatasetError, detect, load_data, prepare_tiny_imagenet
+from dlguide_core.data import cifar10, image_folders, tiny_imagenet
+from dlguide_core.data.image_folders import detect, load_data
+from dlguide_core.data.tiny_imagenet import prepare_tiny_imagenet
+from dlguide_core.errors import DatasetError
 from tests.support.tiny_imagenet import WNIDS, tree, write_tiny_imagenet
+from tests.support.toy_data import write_toy_dataset
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 
@@ -69,18 +72,18 @@ def test_load_data_needs_preparation_then_uses_the_train_classes(tmp_path: Path)
 
 
 def test_find_datasets_and_toy_data(tmp_path: Path) -> None:
-    datasets.write_toy_dataset(tmp_path / "root" / "toy", classes=2, per_class=3, val_per_class=1)
+    write_toy_dataset(tmp_path / "root" / "toy", classes=2, per_class=3, val_per_class=1)
     (tmp_path / "root" / "not-a-dataset").mkdir()
-    (found,) = datasets.find_datasets([tmp_path / "root"])
+    (found,) = image_folders.find_datasets([tmp_path / "root"])
     assert found.path.name == "toy" and found.train_counts == {"class_0": 3, "class_1": 3} and found.val_count == 2
-    assert [len(v) for v in datasets.sample_paths(found, per_class=2).values()] == [2, 2]
+    assert [len(v) for v in image_folders.sample_paths(found, per_class=2).values()] == [2, 2]
 
 
 def test_downloads_fail_offline_with_a_clear_message(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="tiny-imagenet-200 could not be downloaded.*copy it to"):
-        datasets.fetch_tiny_imagenet(tmp_path)
+        tiny_imagenet.fetch_tiny_imagenet(tmp_path)
     with pytest.raises(DatasetError, match="CIFAR-10 could not be downloaded"):
-        datasets.fetch_cifar10(tmp_path)
+        cifar10.fetch_cifar10(tmp_path)
 
 
 @pytest.mark.skipif(not SHARED_TINY.is_dir(), reason="../shared/data/tiny-imagenet-10 is not here (fresh clone)")
@@ -105,14 +108,14 @@ class _Payload:
 def test_a_forged_cifar10_folder_is_refused_without_unpickling(tmp_path: Path) -> None:
     import pickle
 
-    folder = tmp_path / "cifar" / datasets.CIFAR10_FOLDER
+    folder = tmp_path / "cifar" / cifar10.CIFAR10_FOLDER
     folder.mkdir(parents=True)
     marker = tmp_path / "pwned"
     for name in ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
                  "batches.meta"):
         (folder / name).write_bytes(pickle.dumps(_Payload(marker)))
-    with pytest.raises(datasets.DatasetError, match="incomplete or corrupt"):
-        datasets.load_data("cifar_net", tmp_path / "cifar")
+    with pytest.raises(DatasetError, match="incomplete or corrupt"):
+        load_data("cifar_net", tmp_path / "cifar")
     assert not marker.exists()  # torchvision's md5 check refused the files before unpickling them
 
 

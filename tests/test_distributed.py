@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from dlguide_core.data.datasets import load_data, write_toy_dataset
+from dlguide_core.data.image_folders import load_data
 from dlguide_core.jobs import launch as L
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training import distributed as D
@@ -24,6 +24,7 @@ from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.models import load_model
 from tests.support.ports import free_port
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ def test_sharded_sampler_splits_each_epoch_and_skips_on_resume() -> None:
 
 
 def test_one_seeded_epoch_shuffle_serves_both_samplers() -> None:
-    from dlguide_core.training.loop import EpochSampler
+    from dlguide_core.training.factories import EpochSampler
 
     order = D.epoch_permutation(10, seed=5, epoch=2)
     assert sorted(order) == list(range(10)) and order != D.epoch_permutation(10, seed=5, epoch=3)

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.data import datasets
+from dlguide_core.data import archives
 from dlguide_core.downloads import DownloadFailed, download_file
+from dlguide_core.errors import DatasetError
 
 
 @pytest.fixture
@@ -40,6 +41,6 @@ def test_offline_mode_refuses_before_touching_the_network(tmp_path: Path) -> Non
 def test_a_dataset_archive_with_the_wrong_md5_is_removed(tmp_path: Path, online) -> None:
     source = tmp_path / "tiny-imagenet-200.zip"
     source.write_bytes(b"PK\x03\x04 truncated")
-    with pytest.raises(datasets.DatasetError, match="checksum mismatch"):
-        datasets._fetch_archive(source.as_uri(), "0" * 32, tmp_path / "dl" / "t.zip", None, "tiny-imagenet")
+    with pytest.raises(DatasetError, match="checksum mismatch"):
+        archives.fetch_archive(source.as_uri(), "0" * 32, tmp_path / "dl" / "t.zip", None, "tiny-imagenet")
     assert not (tmp_path / "dl" / "t.zip").exists()

@@ -11,7 +11,6 @@ import torch
 from PIL import Image
 from torch import nn
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import (
     EvaluationError,
     confusion_matrix,
@@ -25,6 +24,7 @@ from dlguide_core.evaluation import (
 from dlguide_core.vision.models import LoadedModel, imagenet_class_names, load_model
 from dlguide_core.vision.presets import EvalPreset
 from tests.support.checkpoints import toy_checkpoint
+from tests.support.toy_data import write_toy_dataset
 
 SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 

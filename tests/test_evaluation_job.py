@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.evaluation import evaluate_model
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.catalog import get_recipe, is_training, recipes
@@ -31,6 +30,7 @@ from dlguide_core.training.sinks import NullSink
 from dlguide_core.training.tensorboard_export import export_job
 from dlguide_core.vision.models import job_checkpoints, load_model
 from tests.support.checkpoints import toy_checkpoint
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for, wait_until_done
 
 CLASSES = ("class_0", "class_1", "class_2")

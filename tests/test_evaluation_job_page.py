@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, stored_result
 from dlguide_core.jobs.store import JobStore
 from tests.support.apptest import open_app
 from tests.support.charts import plotly_charts
 from tests.support.jobs import finished_job
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_until_done
 
 

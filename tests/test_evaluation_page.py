@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from tests.support.apptest import open_app
 from tests.support.charts import plotly_charts
 from tests.support.jobs import finished_job
+from tests.support.toy_data import write_toy_dataset
 
 
 def _frame_with(at, column: str):

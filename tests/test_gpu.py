@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from dlguide_core.cli.main import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
 from dlguide_core.vision.samples import bundled_samples
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL
 from tests.support.waiting import wait_for as support_wait_for
 
@@ -111,7 +111,9 @@ def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) ->
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         pytest.skip(f"this onnxruntime build has no CUDA provider ({ort.get_available_providers()}): "
                     "install onnxruntime-gpu")
-    from dlguide_core.inference.backends import BackendOptions, agreement, prepare_backend, sample_batch
+    from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+    from dlguide_core.inference.benchmark import agreement
+    from dlguide_core.inference.registry import prepare_backend
 
     loaded = load_model("imagenet", device="cuda")
     backend = prepare_backend("onnxruntime", loaded, batch_size=4, options=BackendOptions(target="gpu"))

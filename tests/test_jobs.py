@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.runner import run_job
 from dlguide_core.jobs.store import JobError, JobStore, StoreSink
 from dlguide_core.training import recipes
 from dlguide_core.training.recipes import Recipe, RunResult, get_recipe
 from dlguide_core.vision.models import job_checkpoints
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL, wait_for
 
 

@@ -136,14 +136,14 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.slow
 def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
-    from dlguide_core.inference import backends
+    from dlguide_core.inference import choice, registry
     from dlguide_core.vision.models import load_model
 
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
     at = booth(monkeypatch, backend="")
     at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
     assert not at.exception
-    expected = backends.backend_class(backends.fastest_available(load_model("imagenet")).name).title
+    expected = registry.backend_class(choice.fastest_available(load_model("imagenet")).name).title
     assert {m.label: m.value for m in at.metric}["Backend"].startswith(expected)
 
 

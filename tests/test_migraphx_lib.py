@@ -11,7 +11,10 @@ import pytest
 
 from dlguide_core import devices, migraphx_lib
 from dlguide_core.inference import backend_base
-from dlguide_core.inference.backends import BackendOptions, MigraphxBackend, backend_label, precision_refusals
+from dlguide_core.inference.backend_base import BackendOptions
+from dlguide_core.inference.backend_migraphx import MigraphxBackend
+from dlguide_core.inference.choice import precision_refusals
+from dlguide_core.inference.registry import backend_label
 
 ROOT = Path(__file__).resolve().parents[1]
 

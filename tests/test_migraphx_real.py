@@ -21,19 +21,13 @@ import torch
 from dlguide_core import booth as kiosk
 from dlguide_core import devices, migraphx_lib
 from dlguide_core.cli.main import main
-from dlguide_core.inference import backend_base, backends
-from dlguide_core.inference.backend_migraphx import calibration_batches
-from dlguide_core.inference.backends import (
-    PRECISIONS,
-    BackendError,
-    BackendOptions,
-    MigraphxBackend,
-    agreement,
-    precision_choices,
-    precision_refusals,
-    prepare_backend,
-    sample_batch,
-)
+from dlguide_core.inference import backend_base, backend_migraphx, choice
+from dlguide_core.inference.backend_base import PRECISIONS, BackendError, BackendOptions, sample_batch
+from dlguide_core.inference.backend_migraphx import MigraphxBackend, calibration_batches
+from dlguide_core.inference.benchmark import agreement
+from dlguide_core.inference.choice import precision_choices, precision_refusals
+from dlguide_core.inference.export import export_onnx
+from dlguide_core.inference.registry import prepare_backend
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import load_model
@@ -130,10 +124,10 @@ def test_without_an_amd_gpu_the_cpu_target_is_offered_instead(mgx, cifar):
     assert not gpu.available and "no AMD GPU visible" in gpu.reason and "MIGraphX (CPU)" in gpu.reason
     ok, detail = devices.migraphx_status()
     assert ok and "the cpu target is offered instead, as MIGraphX (CPU)" in detail
-    assert "migraphx" in backends.backend_choices()
-    choice = backends.fastest_available(cifar)
-    assert (choice.name, choice.options.target) == ("onnxruntime", "cpu")  # not ranked statically
-    assert [(c.name, c.options.target) for c in backends.cpu_contenders(choice)] == [("migraphx", "cpu")]
+    assert "migraphx" in choice.backend_choices()
+    fastest = choice.fastest_available(cifar)
+    assert (fastest.name, fastest.options.target) == ("onnxruntime", "cpu")  # not ranked statically
+    assert [(c.name, c.options.target) for c in choice.cpu_contenders(fastest)] == [("migraphx", "cpu")]
 
 
 def test_devices_json_lists_what_each_target_runs(mgx):
@@ -283,7 +277,7 @@ def test_a_driver_compiled_mxr_of_other_weights_is_refused(mgx, cifar, tmp_path:
     mxr = _driver_compile(mgx, export.path, export.input_name, tmp_path / "other.mxr")
     with pytest.raises(BackendError, match="does not match these weights"):
         prepare_backend("migraphx", cifar, options=BackendOptions(target="cpu", mxr=str(mxr)))
-    assert not list((backends.compiled_path(cifar, 1, CPU, "cpu")).parent.glob("*.mxr"))
+    assert not list((backend_migraphx.compiled_path(cifar, 1, CPU, "cpu")).parent.glob("*.mxr"))
 
 
 def test_bench_gives_numeric_migraphx_cpu_rows(mgx, cifar_files, capsys):
@@ -332,7 +326,7 @@ def inception(tmp_path_factory, imagenet_state_file):
     try:
         loaded = load_model("imagenet", device="cpu")
         with dlguide_home(work / "home"):
-            export = backends.export_onnx(loaded)
+            export = export_onnx(loaded)
     finally:
         os.environ.pop("TORCH_HOME") if old is None else os.environ.__setitem__("TORCH_HOME", old)
     return loaded, Path(export.path)
@@ -379,4 +373,4 @@ def test_inception_v3_quantised_on_the_cpu_target_answers_right_or_is_refused(mg
         prepare_backend("migraphx", loaded, options=options)
     assert str(err.value) == (f"MIGraphX {precision} on its cpu target gives wrong answers for this model "
                               "(every logit is 0); use fp32 or another precision")
-    assert not backends.compiled_path(loaded, 1, options, "cpu").exists()
+    assert not backend_migraphx.compiled_path(loaded, 1, options, "cpu").exists()

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.runner import run_job
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.tensorboard_export import EPOCH_TAGS, STEP_TAGS, TensorBoardSink, export_job, job_logdir
+from tests.support.toy_data import write_toy_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from dlguide_core.data.datasets import write_toy_dataset
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.metrics import ema as ema_of
 from dlguide_core.training.recipes import get_recipe
 from tests.support.apptest import open_app
+from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_until_done
 
 

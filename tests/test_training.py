@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlguide_core.data.datasets import write_toy_dataset
-from dlguide_core.training.loop import resolve_device, run_recipe
+from dlguide_core.training.factories import resolve_device
+from dlguide_core.training.loop import run_recipe
 from dlguide_core.training.recipes import RunContext, get_recipe
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
+from tests.support.toy_data import write_toy_dataset
 
 
 def run(recipe: str, ctx_dir: Path, sink: RecordingSink, resume: bool = False, **fields):

@@ -10,7 +10,8 @@ BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "mi
 
 def backend_selectbox(key: str, label: str = "Backend") -> str:
     """PyTorch first (the default), then each compiled backend that can run here."""
-    from dlguide_core.inference.backends import backend_choices, backend_status
+    from dlguide_core.inference.choice import backend_choices
+    from dlguide_core.inference.registry import backend_status
 
     titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
     return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: titles.get(n, n),
@@ -25,7 +26,8 @@ PRECISION_LABELS = {"fp32": "fp32 (same answers as PyTorch)",
 
 def precision_options(backend: str, key: str):
     """A precision choice among those `backend` can run here; BackendOptions for it."""
-    from dlguide_core.inference.backends import BackendOptions, precision_choices
+    from dlguide_core.inference.backend_base import BackendOptions
+    from dlguide_core.inference.choice import precision_choices
 
     choice = st.selectbox("Precision", precision_choices(backend), key=key,
                           format_func=lambda p: PRECISION_LABELS.get(p, p))

@@ -65,7 +65,7 @@ def cached_tf_model(path: str, version: float):
 
 @st.cache_resource(show_spinner="Preparing the backend…", max_entries=8)
 def _cached_backend(name: str, fingerprint: str, source: str, options, batch_size: int, _loaded: LoadedModel):
-    from dlguide_core.inference.backends import prepare_backend
+    from dlguide_core.inference.registry import prepare_backend
 
     return prepare_backend(name, _loaded, batch_size=batch_size, options=options)
 
@@ -74,7 +74,8 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
     """A prepared backend (ONNX session, compiled MIGraphX program…), one per model, options and batch size;
     never mutated after caching. With `progress(message, fraction)`, the slow disk-cached steps (export,
     MIGraphX compile) run first outside the cache, since a cached function cannot draw progress."""
-    from dlguide_core.inference.backends import BackendOptions, precompile
+    from dlguide_core.inference.backend_base import BackendOptions
+    from dlguide_core.inference.registry import precompile
 
     options = options or BackendOptions()
     if progress is not None:

@@ -8,11 +8,11 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import settings
-from dlguide_core.data import datasets
+from dlguide_core.data import cifar10, image_folders, tiny_imagenet
 from dlguide_core.errors import DlguideError
 
 
-def dataset_label(info: datasets.DatasetInfo) -> str:
+def dataset_label(info: image_folders.DatasetInfo) -> str:
     state = "" if info.ready else " · needs preparing"
     return f"{info.path.name} ({info.kind}, {len(info.classes)} classes, {info.train_count} train images{state})"
 
@@ -24,7 +24,8 @@ def download_section(roots: list) -> None:
     if not roots or settings.kiosk_mode():
         return
     left, right = st.columns(2)
-    fetchers = {"tiny-imagenet-200 (237 MB)": datasets.fetch_tiny_imagenet, "CIFAR-10 (163 MB)": datasets.fetch_cifar10}
+    fetchers = {"tiny-imagenet-200 (237 MB)": tiny_imagenet.fetch_tiny_imagenet,
+                "CIFAR-10 (163 MB)": cifar10.fetch_cifar10}
     for column, (label, fetch) in zip((left, right), fetchers.items()):
         if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
             bar = st.progress(0.0, text=f"Downloading {label}")
@@ -35,20 +36,20 @@ def download_section(roots: list) -> None:
                 st.error(str(exc), icon=":material/block:")
 
 
-def dataset_browser(info: datasets.DatasetInfo) -> None:
+def dataset_browser(info: image_folders.DatasetInfo) -> None:
     """Class counts and a few images per class (the guide's show_image), before training on them."""
     counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
     st.bar_chart(counts, x="class", y="train images", height=220)
-    samples = (datasets.cifar_samples(info) if info.kind == "cifar10" else
-               {k: [str(p) for p in v] for k, v in datasets.sample_paths(info).items()})
+    samples = (image_folders.cifar_samples(info) if info.kind == "cifar10" else
+               {k: [str(p) for p in v] for k, v in image_folders.sample_paths(info).items()})
     for name, images in list(samples.items())[:10]:
         if images:
             st.image(images, caption=[name] * len(images), width=96)
 
 
-def pick_dataset() -> datasets.DatasetInfo | None:
+def pick_dataset() -> image_folders.DatasetInfo | None:
     roots = settings.data_roots()
-    found = datasets.find_datasets(roots)
+    found = image_folders.find_datasets(roots)
     if not found:
         download_section(roots)
         return None
@@ -59,7 +60,7 @@ def pick_dataset() -> datasets.DatasetInfo | None:
                    "(the guide's val re-organisation; safe to re-run).", icon=":material/folder_open:")
         if st.button("Prepare the val folder", key="train_prepare"):
             try:
-                report = datasets.prepare_tiny_imagenet(info.path)
+                report = tiny_imagenet.prepare_tiny_imagenet(info.path)
                 st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
                 st.rerun()
             except DlguideError as exc:

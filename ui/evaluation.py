@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core import settings
-from dlguide_core.data import datasets
+from dlguide_core.data import image_folders
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.evaluation_job import (
@@ -113,13 +113,13 @@ def mistakes_grid(mistakes: list[dict], columns: int = 4) -> None:
                                  caption=f"true: {m['true']} · predicted: {m['predicted']} ({100 * m['prob']:.1f} %)")
 
 
-def _splits(info: datasets.DatasetInfo) -> list[str]:
+def _splits(info: image_folders.DatasetInfo) -> list[str]:
     return [s for s in ("val", "test", "train") if (info.path / s).is_dir()]
 
 
 def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> None:
     """Pick a dataset of the data roots, a split and a size, evaluate `weights` on it, show the result."""
-    found = [d for d in datasets.find_datasets(settings.data_roots()) if d.kind == "imagefolder"]
+    found = [d for d in image_folders.find_datasets(settings.data_roots()) if d.kind == "imagefolder"]
     if not found:
         st.info("No class-folder dataset (split/<class>/images) in the data roots to evaluate on.")
         return

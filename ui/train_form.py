@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dlguide_core.data import datasets
+from dlguide_core.data import image_folders
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs import launch
 from dlguide_core.jobs import store as jobs
@@ -15,7 +15,7 @@ from dlguide_core.training.recipes import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 
 
-def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -> dict:
+def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
     """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
     most, kind = launch.device_options()
     with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
@@ -44,7 +44,7 @@ def devices_section(name: str, info: datasets.DatasetInfo, default_batch: int) -
     return values
 
 
-def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> None:
+def show_join_commands(name: str, info: image_folders.DatasetInfo, values: dict) -> None:
     try:
         spec = launch.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
                                       values["max_restarts"])
@@ -55,7 +55,7 @@ def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> N
     st.code("\n".join(launch.join_commands(spec, name, str(info.path))), language="bash")
 
 
-def job_form(info: datasets.DatasetInfo, store) -> None:
+def job_form(info: image_folders.DatasetInfo, store) -> None:
     """The recipe's fields with the guide's defaults, submitted to `store`; keys carry the recipe so defaults
     follow it."""
     found = recipes()

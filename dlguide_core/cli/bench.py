@@ -22,8 +22,8 @@ import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
 
-# The parser's choices, as dlguide_core.inference.backends names them (tests/test_cli.py checks they agree): that module
-# imports torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
+# The parser's choices, as dlguide_core.inference.registry and backend_base name them (tests/test_cli.py checks they
+# agree): those modules import torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
 BACKENDS = ("torch", "onnxruntime", "migraphx")
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 TARGETS = ("auto", "gpu", "cpu")
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.inference.backends import BackendOptions
+    from dlguide_core.inference.backend_base import BackendOptions
     from dlguide_core.inference.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed
     from dlguide_core.vision.models import load_model
 
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(rows: list) -> None:
-    from dlguide_core.inference.backends import backend_label
     from dlguide_core.inference.benchmark import speedups
+    from dlguide_core.inference.registry import backend_label
 
     ratio = speedups(rows)
     print(f"{'backend':12} {'runtime':16} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "

@@ -22,23 +22,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.data import datasets  # torchvision: only when a dataset is prepared
+    from dlguide_core.data import cifar10, image_folders, tiny_imagenet  # torchvision: only when one is prepared
 
     target = dataset_path(args.dir)
     progress = download_progress("the dataset")
     if args.dataset == "cifar10":
         if args.download:
-            datasets.fetch_cifar10(target, progress)
-        info = datasets.detect(target)
+            cifar10.fetch_cifar10(target, progress)
+        info = image_folders.detect(target)
         if info is None or info.kind != "cifar10":
-            print(f"error: no {datasets.CIFAR10_FOLDER} in {target}; add --download", file=sys.stderr)
+            print(f"error: no {cifar10.CIFAR10_FOLDER} in {target}; add --download", file=sys.stderr)
             return EXIT_FAILED
         _emit(args.json, {"path": str(target), "dataset": "cifar10", "classes": len(info.classes)})
         return EXIT_OK
     if args.download and not (target / "train").is_dir():
-        target = datasets.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
-                                              progress)
-    report = datasets.prepare_tiny_imagenet(target)
+        target = tiny_imagenet.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
+                                                   progress)
+    report = tiny_imagenet.prepare_tiny_imagenet(target)
     _emit(args.json, {"path": str(target), "dataset": "tiny-imagenet", "moved": report.moved,
                       "already_in_place": report.already_in_place, "total": report.total,
                       "classes": report.classes})

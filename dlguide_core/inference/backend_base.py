@@ -1,4 +1,5 @@
-"""What every inference backend shares: options, availability, the Backend interface, the sample batch.
+"""What every inference backend shares: options, availability, the Backend interface, the sample batch,
+and a prepared backend dressed as a LoadedModel (`backend_model`).
 
 Every backend is prepared once for a LoadedModel (`prepare`: export, session creation or
 compilation, timed as `setup_s`), then turns a preprocessed batch (B, 3, crop, crop) into
@@ -14,11 +15,12 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+from torch import nn
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference.export import OnnxExport, export_onnx
@@ -149,3 +151,26 @@ def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
     batch = preprocess(photos, loaded.preset)  # (n_photos, 3, crop, crop)
     repeats = -(-batch_size // len(batch))
     return batch.repeat(repeats, 1, 1, 1)[:batch_size].contiguous()
+
+
+class BackendModule(nn.Module):
+    """A prepared backend dressed as an nn.Module, so LoadedModel consumers run through it unchanged."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__()
+        self.backend = backend
+        # A zero-size parameter so LoadedModel.device says "cpu": backends take host tensors.
+        self.anchor = nn.Parameter(torch.empty(0), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, crop, crop) -> (B, C)
+        return self.backend.run(x)
+
+
+def backend_model(loaded: LoadedModel, backend: Backend) -> LoadedModel:
+    """`loaded` with its forward routed through `backend` (same classes, preset and fingerprint).
+
+    e.g. `classify.classify_sources(backend_model(loaded, backend), sources)` classifies
+    through ONNX Runtime or MIGraphX with the exact decoding and top-k of the eager path."""
+    if backend.name == "torch" and not backend.options.torch_compile:
+        return loaded
+    return replace(loaded, model=BackendModule(backend), label=f"{loaded.label} · {backend.title}")

@@ -3,7 +3,7 @@
 For every (backend, batch size): prepare (timed separately as `setup_s`: session creation
 or compilation, export excluded), warm up, then N timed runs -> p50/p95 latency and
 images/s, plus agreement of its logits with eager PyTorch (max |diff|, top-1, top-5).
-Inputs are the bundled photos preprocessed with the model's preset (`backends.sample_batch`).
+Inputs are the bundled photos preprocessed with the model's preset (`backend_base.sample_batch`).
 
 A backend that cannot run here (module, execution provider or GPU missing) gets one row
 whose `error` is its availability reason: normal output, not a failure (`run_failed`).
@@ -20,17 +20,9 @@ import numpy as np
 import torch
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference.backends import (
-    Backend,
-    BackendOptions,
-    BackendUnavailable,
-    Progress,
-    TorchBackend,
-    agreement,
-    backend_class,
-    prepare_backend,
-    sample_batch,
-)
+from dlguide_core.inference.backend_base import Backend, BackendOptions, BackendUnavailable, Progress, sample_batch
+from dlguide_core.inference.backend_torch import TorchBackend
+from dlguide_core.inference.registry import backend_class, prepare_backend
 from dlguide_core.vision.models import LoadedModel
 
 DEFAULT_BATCH_SIZES = (1, 8, 32)
@@ -98,6 +90,21 @@ def latency_stats(times_ms: Sequence[float], batch_size: int) -> dict[str, float
     arr = np.asarray(times_ms, dtype=np.float64)
     return {"p50_ms": round(float(np.percentile(arr, 50)), 3), "p95_ms": round(float(np.percentile(arr, 95)), 3),
             "images_per_s": round(batch_size * 1000.0 / float(arr.mean()), 2)}
+
+
+def agreement(reference: torch.Tensor, logits: torch.Tensor, k: int = 5) -> dict[str, float]:
+    """How closely `logits` follow the reference (PyTorch eager) on the same batch, both (B, C).
+
+    top1_agree: fraction of rows with the same arg-max; top5_agree: fraction whose top-k
+    index sets are equal (order inside the top-k is ignored: near-ties may swap)."""
+    reference, logits = reference.float(), logits.float()
+    k = min(k, reference.shape[1])
+    same_top1 = reference.argmax(dim=1) == logits.argmax(dim=1)
+    ref_top = reference.topk(k, dim=1).indices.sort(dim=1).values
+    top = logits.topk(k, dim=1).indices.sort(dim=1).values
+    return {"max_abs_diff": float((reference - logits).abs().max()),
+            "top1_agree": float(same_top1.float().mean()),
+            "top5_agree": float((ref_top == top).all(dim=1).float().mean())}
 
 
 def measure(backend: Backend, batch: torch.Tensor, reference: torch.Tensor, *, warmup: int,

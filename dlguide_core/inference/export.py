@@ -73,12 +73,12 @@ def export_onnx(loaded: LoadedModel, out: str | Path | None = None, *, exporter:
     if exporter not in EXPORTERS:
         raise ValueError(f"exporter must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
     cache = export_cache_path(loaded)
-    cached = cache.is_file() and not force and _cache_matches(cache, loaded.fingerprint)
+    cached = cache.is_file() and not force and cache_matches(cache, loaded.fingerprint)
     seconds = 0.0
     if not cached:
         start = time.perf_counter()
         proto = _export_proto(loaded, exporter, opset)
-        _write_checked(proto, cache, _metadata(loaded, exporter))
+        write_checked(proto, cache, _metadata(loaded, exporter))
         seconds = time.perf_counter() - start
     if out is not None:
         out = Path(out)
@@ -89,7 +89,8 @@ def export_onnx(loaded: LoadedModel, out: str | Path | None = None, *, exporter:
     return replace(result, export_s=round(seconds, 3), cached=cached)
 
 
-def _cache_matches(path: Path, fingerprint: str) -> bool:
+def cache_matches(path: Path, fingerprint: str) -> bool:
+    """Whether `path` is a readable dlguide ONNX file of the weights with this fingerprint."""
     try:
         return read_metadata(path).get("fingerprint") == fingerprint
     except Exception:  # a truncated or foreign file is simply re-exported
@@ -163,7 +164,7 @@ def _metadata(loaded: LoadedModel, exporter: str) -> dict[str, str]:
     }
 
 
-def _write_checked(proto, path: Path, metadata: dict[str, str]) -> None:
+def write_checked(proto, path: Path, metadata: dict[str, str]) -> None:
     """Add metadata, save atomically, and run onnx.checker on the file."""
     import onnx
 
@@ -215,50 +216,3 @@ def read_export(path: str | Path) -> OnnxExport:
                       meta.get("arch", "?"), tuple(meta.get("class_names", ())),
                       EvalPreset.from_dict(meta.get("preset", {})), int(opset), meta.get("exporter", "?"),
                       0.0, True)
-
-
-def quantize_int8(export: OnnxExport, *, force: bool = False) -> Path:
-    """A static int8 (QDQ, per-channel weights) copy of `export` for ONNX Runtime's CPU provider.
-
-    Calibrated on the bundled sample photos (and their mirror images) through the model's own
-    preset, so activation ranges come from real images, not noise. Cached beside the fp32 file,
-    keyed by the same weights fingerprint. Agreement with fp32 is measured, never assumed:
-    `bench` and the Compiled page report max |diff| and top-1/top-5 agreement for it."""
-    import onnx
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    source = Path(export.path)
-    target = source.with_name(f"{source.stem}.int8.onnx")
-    if target.is_file() and not force and _cache_matches(target, export.fingerprint):
-        return target
-    batches = [{export.input_name: b.numpy()} for b in _calibration_batches(export.preset)]
-
-    class _Samples(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(batches)
-
-        def get_next(self) -> dict | None:
-            return next(self._it, None)
-
-    with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
-        prepared, quantized = Path(tmp) / "prepared.onnx", Path(tmp) / "int8.onnx"
-        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-        quantize_static(str(prepared), str(quantized), _Samples(), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
-        proto = onnx.load(str(quantized))
-        meta = {p.key: p.value for p in onnx.load(str(source), load_external_data=False).metadata_props}
-        _write_checked(proto, target, {**meta, "precision": "int8"})
-    return target
-
-
-def _calibration_batches(preset: EvalPreset) -> list[torch.Tensor]:
-    from PIL import ImageOps
-
-    from dlguide_core.vision.images import load_image
-    from dlguide_core.vision.presets import preprocess
-    from dlguide_core.vision.samples import bundled_samples
-
-    photos = [load_image(p) for p in bundled_samples().values()]
-    photos += [ImageOps.mirror(p) for p in photos]
-    return [preprocess([p], preset) for p in photos]  # (1, 3, H, W) each

@@ -140,7 +140,7 @@ def epoch_permutation(size: int, seed: int, epoch: int) -> list[int]:
 class ShardedEpochSampler(DistributedSampler):
     """This rank's shard of an epoch whose shuffle is a pure function of (seed, epoch).
 
-    The permutation is `epoch_permutation`, as training.EpochSampler's, so one process sees the
+    The permutation is `epoch_permutation`, as factories.EpochSampler's, so one process sees the
     same order as before; rank r takes every world_size-th index (padded to equal
     shards, as DistributedSampler does). `set_position` skips the batches already
     trained on when a run resumes mid-epoch.

@@ -1,16 +1,14 @@
 """The PyTorch training loop of the inception_v3 and cifar_net recipes.
 
 UI-agnostic: progress goes to a TrainingSink (see sinks.py), checkpoints go through
-checkpoints.save_checkpoint. Setup is split into small factories (device, model,
-optimiser, loaders) so a DDP launcher can swap the pieces it needs: it would pick
-the device from LOCAL_RANK, wrap the model in `wrap_model`, give `create_loaders`
-a DistributedSampler and pass a NullSink on every rank but 0.
+checkpoints.save_checkpoint. `build_run` puts a run together from the small factories of
+`factories` (device, model, optimiser, loaders), which a DDP run swaps piece by piece:
+it picks the device from LOCAL_RANK, wraps the model in DDP and gives each rank its shard.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,117 +17,28 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 
-from dlguide_core.data.datasets import DataBundle, load_data
+from dlguide_core.data.image_folders import DataBundle, load_data
 from dlguide_core.errors import DlguideError
-from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.training import distributed
-from dlguide_core.training.recipes import ConfigError, RunContext, RunResult, TrainConfig, get_recipe
+from dlguide_core.training.factories import (
+    create_loaders,
+    create_model,
+    create_optimizer,
+    create_scheduler,
+    device_name,
+    resolve_device,
+    seed_everything,
+    wrap_model,
+)
+from dlguide_core.training.recipes import RunContext, RunResult, TrainConfig, get_recipe
 from dlguide_core.training.sinks import TrainingSink
-from dlguide_core.vision import models
 from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
-
-HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count
 
 
 class TrainingFailed(DlguideError):
     """Training cannot go on (diverged, impossible settings)."""
-
-
-# ------------------------------------------------------------------ setup factories
-
-
-def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
-    """auto and cuda take the slot's GPU (gpu_slots.gpu_index: cuda:slot mod the GPUs seen); cuda:N is N."""
-    if spec == "cpu" or (spec == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    if spec.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError("device cuda was asked for, but PyTorch sees no GPU (use --device cpu or auto)")
-    count = torch.cuda.device_count()
-    if spec in ("auto", "cuda"):
-        return torch.device(f"cuda:{gpu_index(slot, count)}")
-    index = spec.partition(":")[2]
-    if spec.startswith("cuda:") and index.isdigit() and int(index) >= count:
-        raise ConfigError(f"device {spec} was asked for, but PyTorch sees {count} GPU(s)")
-    return torch.device(spec)
-
-
-def device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _replace_head(model: nn.Module, arch: str, num_classes: int) -> None:
-    name = HEADS[arch]
-    old = getattr(model, name)
-    if old.out_features != num_classes:
-        setattr(model, name, nn.Linear(old.in_features, num_classes))
-
-
-def create_model(arch: str, weights: str, num_classes: int) -> tuple[nn.Module, dict[str, Any]]:
-    """(model on the CPU, its arch_kwargs) for `weights` = imagenet, none or a checkpoint path."""
-    if weights == "none":
-        kwargs: dict[str, Any] = {"num_classes": num_classes}
-        if arch == "inception_v3":
-            kwargs["transform_input"] = False
-        return models.drop_aux_head(models.build_model(arch, **kwargs)), kwargs
-    if weights == "imagenet" and arch != "inception_v3":
-        raise ConfigError(f"imagenet weights exist only for inception_v3, not {arch}; use none")
-    loaded = models.load_model(weights, device="cpu")
-    if loaded.arch != arch:
-        raise ConfigError(f"{weights} holds a {loaded.arch} model, not {arch}")
-    _replace_head(loaded.model, arch, num_classes)  # fine-tuning: `fc` sized for this dataset
-    return loaded.model, {**loaded.arch_kwargs, "num_classes": num_classes}
-
-
-def wrap_model(model: nn.Module, env: distributed.DistEnv, device: torch.device, cfg: TrainConfig) -> nn.Module:
-    """DDP (with SyncBatchNorm if asked) when several processes train; identity on a single device."""
-    return distributed.wrap_ddp(model, device, cfg.sync_batchnorm) if env.enabled else model
-
-
-def create_optimizer(cfg: TrainConfig, model: nn.Module, world_size: int = 1) -> torch.optim.Optimizer:
-    lr = distributed.scaled_lr(cfg.lr, world_size, cfg.scale_lr)  # the lr as set unless scale_lr
-    return torch.optim.SGD(model.parameters(), lr=lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-
-
-def create_scheduler(cfg: TrainConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler:
-    return torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_step_size, gamma=cfg.lr_gamma)
-
-
-class EpochSampler(Sampler[int]):
-    """A shuffle that is a pure function of (seed, epoch), so a resumed epoch skips exactly
-    the batches already trained on instead of starting the epoch over."""
-
-    def __init__(self, size: int, seed: int) -> None:
-        self.size, self.seed, self.epoch, self.skip = size, seed, 0, 0
-
-    def set_position(self, epoch: int, skip_samples: int) -> None:
-        self.epoch, self.skip = epoch, skip_samples
-
-    def __iter__(self):
-        return iter(distributed.epoch_permutation(self.size, self.seed, self.epoch)[self.skip:])
-
-    def __len__(self) -> int:
-        return self.size - self.skip
-
-
-def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device,
-                   env: distributed.DistEnv | None = None) -> tuple[DataLoader, DataLoader]:
-    """Under DDP each rank reads its shard of every epoch and of the val set (batch_size is per device)."""
-    env = env or distributed.DistEnv()
-    sampler = (distributed.ShardedEpochSampler(bundle.train, env.world_size, env.rank, cfg.seed) if env.enabled
-               else EpochSampler(len(bundle.train), cfg.seed))
-    val_sampler = distributed.ShardSampler(len(bundle.val), env.world_size, env.rank) if env.enabled else None
-    common = {"num_workers": cfg.workers, "pin_memory": device.type == "cuda",
-              "persistent_workers": cfg.workers > 0}  # workers survive epochs: no re-fork per epoch
-    train = DataLoader(bundle.train, batch_size=cfg.batch_size, sampler=sampler, **common)
-    val = DataLoader(bundle.val, batch_size=cfg.batch_size, shuffle=False, sampler=val_sampler, **common)
-    return train, val
 
 
 # ------------------------------------------------------------------ the loop

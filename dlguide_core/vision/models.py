@@ -219,25 +219,3 @@ def job_checkpoints() -> list[Path]:
 def available_weights() -> list[str]:
     """Every weights source a user can pick: imagenet, none, then job checkpoints."""
     return [*WEIGHT_CHOICES, *(str(p) for p in job_checkpoints())]
-
-
-def standin_imagenet_state(seed: int = 0) -> dict[str, torch.Tensor]:
-    """A random Inception v3 whose classifier is rescaled so its softmax has a real spread
-    on photos (a bare random init saturates to one class). Stands in for the ImageNet
-    weights where they cannot be downloaded (tests, benchmarks); never offered to users."""
-    from dlguide_core.vision.images import load_image
-    from dlguide_core.vision.presets import preprocess
-    from dlguide_core.vision.samples import bundled_samples
-
-    torch.manual_seed(seed)
-    model = inception_v3(weights=None, aux_logits=True, init_weights=True, transform_input=True).eval()
-    photos = [load_image(p) for p in bundled_samples().values()]
-    features: list[torch.Tensor] = []
-    hook = model.fc.register_forward_hook(lambda _m, inputs, _o: features.append(inputs[0]))
-    with torch.no_grad():
-        model(preprocess(photos))
-        hook.remove()
-        centred = features[0] - features[0].mean(dim=0, keepdim=True).mean()
-        model.fc.weight.mul_(3.0 / (centred @ model.fc.weight.T).std())  # logits std ~3
-        model.fc.bias.zero_()
-    return model.state_dict()

@@ -1,0 +1,139 @@
+"""ONNX Runtime as a backend: the ONNX export run with the best execution provider present.
+
+onnxruntime is imported inside the functions that need it: without it, `availability` says so.
+int8 on the CPU provider runs the statically quantised copy of the export (`quantize.quantize_int8`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dlguide_core.inference.backend_base import (
+    Availability,
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+    Progress,
+    short_error,
+)
+from dlguide_core.inference.quantize import quantize_int8
+from dlguide_core.vision.models import LoadedModel
+
+# ONNX Runtime execution providers, most preferred first (CPU is always last and always there).
+ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
+                           "CPUExecutionProvider")
+ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
+
+
+class OnnxRuntimeBackend(Backend):
+    """ONNX Runtime with the best execution provider present and full graph optimisation."""
+
+    name, title = "onnxruntime", "ONNX Runtime"
+
+    @classmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability:
+        try:
+            import onnxruntime
+        except ImportError:
+            reason = "module onnxruntime not installed (pip install onnxruntime)"
+            return Availability(cls.name, cls.title, False, reason)
+        options = options or BackendOptions()
+        if options.precision == "bf16":
+            return Availability(cls.name, cls.title, False, "bf16 runs on the MIGraphX backend only (quantize_bf16)")
+        try:
+            providers = ort_providers(options)
+        except BackendUnavailable as exc:
+            return Availability(cls.name, cls.title, False, str(exc))
+        if not _ort_precision_runs(options.precision, providers[0]):
+            # A missing provider, like a missing module: a state, not a failure of the run.
+            return Availability(cls.name, cls.title, False, f"{options.precision} with ONNX Runtime needs the MIGraphX "
+                                f"execution provider (this build runs {providers[0]}); use fp32 or MIGraphX")
+        return Availability(cls.name, cls.title, True,
+                            f"onnxruntime {onnxruntime.__version__}; providers in order: {', '.join(providers)}")
+
+    @property
+    def provider(self) -> str:
+        return self._session.get_providers()[0] if getattr(self, "_session", None) else "?"
+
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        import onnxruntime as ort
+
+        export = self._export(loaded, progress)
+        providers = ort_providers(self.options)
+        path = export.path
+        if self.options.precision == "int8" and providers[0] == "CPUExecutionProvider":
+            progress("Quantising to int8 (static, calibrated on the sample photos; cached)…", 0.4)
+            path = str(quantize_int8(export))
+        progress("Creating the ONNX Runtime session (graph optimisation)…", 0.6)
+        if "CUDAExecutionProvider" in providers and hasattr(ort, "preload_dlls"):
+            # onnxruntime-gpu dlopens CUDA/cuDNN lazily; preload the ones PyTorch's wheels ship
+            # (nvidia-* site-packages), or the provider silently falls back to the CPU.
+            ort.preload_dlls()
+        try:
+            self._session = ort.InferenceSession(path, session_options(self.options),
+                                                 providers=_with_provider_options(providers, self.options))
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            raise BackendError(f"ONNX Runtime could not load the model: {short_error(exc)}") from exc
+        if not _ort_precision_runs(self.options.precision, self.provider):
+            raise BackendError(f"{self.options.precision} with ONNX Runtime needs the MIGraphX execution "
+                               f"provider (ran on {self.provider}); use precision fp32 or the MIGraphX backend")
+        # The names come from the file (what the exporter derived from the model), never assumed.
+        self._input = self._session.get_inputs()[0].name
+        self._output = self._session.get_outputs()[0].name
+        progress("Ready", 1.0)
+
+    def run(self, batch: torch.Tensor) -> torch.Tensor:
+        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        (logits,) = self._session.run([self._output], {self._input: array})
+        return torch.from_numpy(np.asarray(logits, dtype=np.float32))
+
+
+def _ort_precision_runs(precision: str, provider: str) -> bool:
+    """fp32 runs everywhere; int8 on the CPU provider (a statically quantised QDQ model) or through
+    MIGraphX; fp16 only through MIGraphX (the CPU provider has no fast fp16 convolutions)."""
+    return (precision == "fp32" or provider == "MIGraphXExecutionProvider"
+            or (precision == "int8" and provider == "CPUExecutionProvider"))
+
+
+def ort_providers(options: BackendOptions) -> list[str]:
+    """The available execution providers for `options.target`, most preferred first."""
+    import onnxruntime as ort
+
+    present = set(ort.get_available_providers())
+    ordered = [p for p in ORT_PROVIDER_PREFERENCE if p in present]
+    if options.target == "cpu":
+        return ["CPUExecutionProvider"]
+    if options.target == "gpu" and not ORT_GPU_PROVIDERS & present:
+        raise BackendUnavailable("no GPU execution provider in this onnxruntime build "
+                                 f"(has {', '.join(sorted(present))}); install onnxruntime-rocm or -migraphx")
+    return ordered  # "auto" and "gpu": the GPU providers first, the CPU as the fallback
+
+
+def _with_provider_options(providers: list[str], options: BackendOptions) -> list:
+    out: list = []
+    for provider in providers:
+        if provider == "MIGraphXExecutionProvider":
+            out.append((provider, {"migraphx_fp16_enable": str(int(options.precision == "fp16")),
+                                   "migraphx_int8_enable": str(int(options.precision == "int8")),
+                                   "migraphx_exhaustive_tune": str(int(options.exhaustive_tune))}))
+        else:
+            out.append(provider)
+    return out
+
+
+def session_options(options: BackendOptions):
+    """ORT SessionOptions: the requested graph optimisation level and thread counts."""
+    import onnxruntime as ort
+
+    levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = levels[options.graph_optimization]
+    so.intra_op_num_threads = options.intra_op_threads
+    so.inter_op_num_threads = options.inter_op_threads
+    so.log_severity_level = 3  # errors only: fallback warnings are reported through `provider`
+    return so

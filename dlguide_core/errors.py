@@ -19,3 +19,7 @@ class CheckpointError(DlguideError):
 
 class PathNotAllowed(DlguideError):
     """A path outside the configured data roots."""
+
+
+class DistributedError(DlguideError):
+    """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""

@@ -18,7 +18,7 @@ import streamlit as st
 from dlguide_core import settings
 from dlguide_core.data import datasets
 from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.evaluation_job import (
     EVALUATE_RECIPE,
     EvaluateConfig,
@@ -27,6 +27,7 @@ from dlguide_core.jobs.evaluation_job import (
     latest_job,
     stored_result,
 )
+from dlguide_core.jobs.store import ACTIVE, JobStore, db_path
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
 from pages.common import get_model, job_store
 
@@ -143,14 +144,14 @@ def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> N
         return
     source, job_id = st.session_state.get(f"{key}_evaluation_job") or (None, None)
     if source != weights:  # a new session (reload, another tab): the newest job of these weights, if any
-        job = latest_job(_store(), weights) if (settings.home() / "jobs.db").is_file() else None
+        job = latest_job(_store(), weights) if db_path().is_file() else None
         job_id = job.id if job else None
     if job_id:
         show_job(job_id, key)
 
 
-def _store() -> jobs.JobStore:
-    return job_store(str(settings.home() / "jobs.db"))
+def _store() -> JobStore:
+    return job_store(str(db_path()))
 
 
 def _evaluate_inline(weights: str, data: Path, split: str, limit: int | None, key: str) -> None:
@@ -171,7 +172,7 @@ def _submit(weights: str, data: Path, split: str, limit: int | None, key: str) -
     """More than inline_max() images: a background job (it survives the tab), watched by show_job."""
     try:
         cfg = EvaluateConfig(weights=weights, data=str(data.resolve()), split=split, limit=limit)
-        job = jobs.submit(_store(), EVALUATE_RECIPE, cfg)
+        job = queue.submit(_store(), EVALUATE_RECIPE, cfg)
         st.session_state[f"{key}_evaluation_job"] = (weights, job.id)
         st.toast(f"More than {inline_max()} images: evaluating as job {job.id}")
     except DlguideError as exc:
@@ -184,7 +185,7 @@ def show_job(job_id: str, key: str) -> None:
         job = _store().get(job_id)
     except DlguideError:  # deleted since
         return
-    if job.status in jobs.ACTIVE:
+    if job.status in ACTIVE:
         job_progress(job_id, key)
     elif (result := stored_result(job_id)) is not None:
         st.caption(f"Evaluation job {job_id} ({job.status}).")
@@ -201,10 +202,10 @@ def job_progress(job_id: str, key: str) -> None:
         job = store.get(job_id)  # marks a dead process interrupted
     except DlguideError:  # deleted meanwhile (Train's job table)
         st.rerun()
-    if job.status not in jobs.ACTIVE:
+    if job.status not in ACTIVE:
         st.rerun()  # the whole page: show_job now draws the result
     if job.status == "queued":
-        jobs.dispatch(store)  # nothing else may be polling the queue (Classify)
+        queue.dispatch(store)  # nothing else may be polling the queue (Classify)
         st.info(f"Evaluation job {job_id} queued: it starts when a running job frees its device.")
         return
     row = store.summary(job)

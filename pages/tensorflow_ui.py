@@ -73,10 +73,10 @@ def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols
 
 def _pick_tf_model(recipe: str, key: str):
     """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
-    from dlguide_core import settings
+    from dlguide_core.jobs.store import db_path
     from dlguide_core.training.tf_recipes import finished_models
 
-    infos = finished_models(recipe, job_store(str(settings.home() / "jobs.db")))  # the cached store, not a new one
+    infos = finished_models(recipe, job_store(str(db_path())))  # the cached store, not a new one
     if not infos:
         st.info(f"No finished `{recipe}` job yet: train one on the Train page, or run "
                 f"`python -m dlguide_core train --recipe {recipe} --data DIR`.")
@@ -196,7 +196,7 @@ def tf_train_section(store) -> None:
     import dataclasses
 
     from dlguide_core.errors import DlguideError
-    from dlguide_core.jobs import store as jobs
+    from dlguide_core.jobs import queue
     from dlguide_core.training.recipes import recipes
     from dlguide_core.training.tf_recipes import tensorflow_status
 
@@ -224,7 +224,7 @@ def tf_train_section(store) -> None:
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
     if submitted:
         try:
-            job = jobs.submit(store, name, found[name].make_config(data=data, **values))
+            job = queue.submit(store, name, found[name].make_config(data=data, **values))
             st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
             st.error(str(exc), icon=":material/block:")

@@ -8,19 +8,19 @@ import time
 import pytest
 
 from dlguide_core.data.datasets import write_toy_dataset
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.store import JobError, JobStore
 
 
 @pytest.fixture
 def cancel_jobs_after():
     """The job is a detached process: ask it to stop when the test ends, pass or fail."""
     yield
-    store = jobs.JobStore()
+    store = JobStore()
     try:
         for job in store.list_jobs():
             try:
                 store.request_cancel(job.id)
-            except jobs.JobError:  # already ended
+            except JobError:  # already ended
                 continue
         deadline = time.monotonic() + 60  # let it stop, so it does not load the tests after it
         while time.monotonic() < deadline and any(j.status == "running" for j in store.list_jobs()):

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dlguide_core.jobs.store import JobStore, resume, submit
+from dlguide_core.jobs.queue import resume, submit
+from dlguide_core.jobs.store import JobStore, db_path
 from dlguide_core.training import tf_recipes
 from dlguide_core.training.recipes import ConfigError
 from dlguide_core.training.tf_recipes import (
@@ -102,8 +103,6 @@ def test_device_cuda_maps_to_a_tensorflow_gpu_or_says_there_is_none() -> None:
 
 
 def test_finished_models_reads_through_the_store_it_is_given(monkeypatch) -> None:
-    from dlguide_core.jobs import store as jobs
-
     store = JobStore()
     job = store.create(FASHION_RECIPE, "tensorflow", FashionMnistConfig().__dict__)
     store.finish(job.id, "succeeded")
@@ -114,7 +113,7 @@ def test_finished_models_reads_through_the_store_it_is_given(monkeypatch) -> Non
     def no_new_store(*args, **kwargs):
         raise AssertionError("finished_models opened a store of its own")
 
-    monkeypatch.setattr(jobs, "JobStore", no_new_store)
+    monkeypatch.setattr("dlguide_core.jobs.store.JobStore", no_new_store)
     [info] = tf_recipes.finished_models(FASHION_RECIPE, store)
     assert info.job_id == job.id and info.evaluation["test_accuracy"] == 0.5
     assert tf_recipes.finished_models(TEXT_RECIPE, store) == []
@@ -274,7 +273,7 @@ def jobs_home(tf_jobs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> JobSt
 
 
 def _step_accuracies(home: Path, job_id: str) -> list[float]:
-    with sqlite3.connect(home / "jobs.db") as db:
+    with sqlite3.connect(db_path(home)) as db:
         rows = db.execute("SELECT extra FROM steps WHERE job_id = ? ORDER BY step", (job_id,)).fetchall()
     return [json.loads(extra)["accuracy"] for (extra,) in rows]
 
@@ -404,13 +403,13 @@ def _train_section_script() -> None:
 def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path: Path, monkeypatch) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from dlguide_core.jobs import store as jobs
+    from dlguide_core.jobs import queue
     from pages.tensorflow_ui import TF_DOWNLOAD
 
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)
     imdb = write_imdb(tmp_path / "roots" / "reviews", per_class=2)
     monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
-    monkeypatch.setattr(jobs, "dispatch", lambda store: [])  # queue only: no job process in this test
+    monkeypatch.setattr(queue, "dispatch", lambda store: [])  # queue only: no job process in this test
     at = AppTest.from_function(_train_section_script, default_timeout=60).run()
     assert not at.exception, at.exception
     assert [o.split(" · ")[0] for o in at.selectbox(key="train_tf_recipe").options] == [FASHION_RECIPE, TEXT_RECIPE]

@@ -13,7 +13,7 @@ import streamlit as st
 
 from dlguide_core import settings
 from dlguide_core.data import datasets
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DistributedError, DlguideError
 from dlguide_core.jobs import launch, queue
 from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job, db_path
 from dlguide_core.training.diagnostics import training_warnings
@@ -126,7 +126,7 @@ def show_join_commands(name: str, info: datasets.DatasetInfo, values: dict) -> N
     try:
         spec = launch.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
                                       values["max_restarts"])
-    except launch.DistributedError as exc:
+    except DistributedError as exc:
         st.warning(str(exc))
         return
     st.markdown("Start the job here, then run this on each other machine (same dlguide and dataset path):")

@@ -19,11 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlguide_core.jobs.store import JobStore, StoreSink
+from dlguide_core.jobs.store import JobStore, db_path
+from dlguide_core.jobs.store_sink import StoreSink
+from dlguide_core.jobs.tensorboard_export import job_sink
 from dlguide_core.training.loop import build_run, fit
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import NullSink, TeeSink
-from dlguide_core.training.tensorboard_export import TensorBoardSink
 from tests.support.toy_data import write_toy_dataset
 
 
@@ -44,7 +45,7 @@ def one_round(data: Path, store: JobStore, batch_size: int, with_tensorboard: bo
     job = store.create("cifar_net", "pytorch", {})
     store_sink, clock = StoreSink(store.path, job.id), StepClock()
     sinks = [store_sink, clock]
-    tensorboard = TensorBoardSink(store.path, job.id, logdir / job.id, flush_s=0.25) if with_tensorboard else None
+    tensorboard = job_sink(store.path, job.id, logdir / job.id, flush_s=0.25) if with_tensorboard else None
     if tensorboard:
         sinks.insert(1, tensorboard)
     fit(build_run(cfg, "cifar_net"), TeeSink(*sinks), None)
@@ -64,7 +65,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         data = write_toy_dataset(tmp / "toy", classes=4, per_class=args.images // 4, val_per_class=4)
-        store = JobStore(tmp / "jobs.db")
+        store = JobStore(db_path(tmp))
         one_round(data, store, args.batch_size, True, tmp / "tb")  # warm-up: imports, allocator, caches
         ratios, pairs = [], []
         for r in range(args.rounds):

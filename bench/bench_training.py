@@ -23,7 +23,8 @@ os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
 
 import torch  # noqa: E402
 
-from dlguide_core.jobs import store as jobs  # noqa: E402
+from dlguide_core.jobs.store import JobStore  # noqa: E402
+from dlguide_core.jobs.store_sink import StoreSink  # noqa: E402
 from dlguide_core.training.loop import build_run, fit  # noqa: E402
 from dlguide_core.training.recipes import get_recipe  # noqa: E402
 from dlguide_core.training.sinks import NullSink  # noqa: E402
@@ -66,9 +67,9 @@ def streaming_overhead(data: Path, epochs: int) -> None:
     cost measured directly (time inside on_step + the writer thread's CPU) over the loop's wall time."""
     torch.set_num_threads(1)  # two threads on a shared 2-core box add more noise than signal
     cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=epochs, workers=0, device="cpu")
-    store = jobs.JobStore()
+    store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    store_sink = jobs.StoreSink(store.path, job.id)
+    store_sink = StoreSink(store.path, job.id)
     sink = AlternatingSink(store_sink)
     run = build_run(cfg, "cifar_net")
     start = time.perf_counter()
@@ -81,7 +82,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
     print(f"streaming overhead A/B (cifar_net, batch 4, {streamed * 2} steps, 1 thread): median step "
           f"{without * 1e3:.3f} ms without, {with_store * 1e3:.3f} ms with the store sink -> "
           f"{with_store / without:.4f} (noise floor here: about +-0.07)")
-    probe = jobs.StoreSink(store.path, store.create("cifar_net", "pytorch", {}).id, flush_s=3600)
+    probe = StoreSink(store.path, store.create("cifar_net", "pytorch", {}).id, flush_s=3600)
     start = time.perf_counter()
     for step in range(1, 10_001):
         probe.on_step(step, 0, 1.0, 0.1, 1.0)
@@ -113,12 +114,12 @@ print(" ".join(f"{x:.4f}" for x in lags))
 
 
 def readable_latency(steps: int, step_s: float) -> None:
-    store = jobs.JobStore()
+    store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
     reader = subprocess.Popen([sys.executable, "-c", READER, str(store.path), job.id, str(steps)],
                               stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert reader.stdout.readline().strip() == "ready"
-    sink = jobs.StoreSink(store.path, job.id)
+    sink = StoreSink(store.path, job.id)
     for step in range(1, steps + 1):
         time.sleep(step_s)  # stands in for a training step; the row's time is its end
         sink.on_step(step, 0, 1.0, 0.1, 100.0)

@@ -23,3 +23,5 @@ class PathNotAllowed(DlguideError):
 
 class DatasetError(DlguideError):
     """A dataset folder or file that is missing, in the wrong layout, or unreadable."""
+class DistributedError(DlguideError):
+    """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""

@@ -13,8 +13,9 @@ import streamlit as st
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import is_training
+from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
 from ui.cache import app_job_store
@@ -43,7 +44,7 @@ def _eta(seconds: float | None) -> str:
 @st.fragment(run_every=2)
 def job_table() -> None:
     all_jobs = store.list_jobs()  # marks dead processes interrupted
-    jobs.dispatch(store)  # and starts queued jobs when a slot is free
+    queue.dispatch(store)  # and starts queued jobs when a slot is free
     if not all_jobs:
         st.info("No jobs yet: start one above.")
         return
@@ -64,22 +65,22 @@ def job_actions(all_jobs: list) -> None:
     job = by_id[job_id]
     try:
         # Each action reruns the page so the table above shows the new status now, not at the next refresh.
-        if cancel.button("Cancel", key="train_cancel", disabled=job.status not in jobs.ACTIVE):
+        if cancel.button("Cancel", key="train_cancel", disabled=job.status not in ACTIVE):
             store.request_cancel(job_id)
             st.toast(f"Cancelling {job_id} at its next step")
             st.rerun()
-        if resume.button("Resume", key="train_resume", disabled=job.status not in jobs.RESUMABLE):
-            jobs.resume(store, job_id)
+        if resume.button("Resume", key="train_resume", disabled=job.status not in RESUMABLE):
+            queue.resume(store, job_id)
             st.toast(f"Resumed {job_id}")
             st.rerun()
-        if delete.button("Delete", key="train_delete", disabled=job.status in jobs.ACTIVE):
+        if delete.button("Delete", key="train_delete", disabled=job.status in ACTIVE):
             store.delete(job_id)
             st.rerun()
     except DlguideError as exc:
         st.error(str(exc), icon=":material/block:")
 
 
-def steps_of(job: jobs.Job) -> dict[str, list]:
+def steps_of(job: Job) -> dict[str, list]:
     """All per-step rows of a job, fetched incrementally (only new rows each refresh)."""
     cache = st.session_state.setdefault("train_steps_cache", {})
     key = f"{job.id}:{job.attempts}"  # a resume rewrites the steps after the checkpoint
@@ -126,11 +127,11 @@ def live_view(all_jobs: list) -> None:
         left.plotly_chart(loss_fig, key="train_epoch_loss_chart")
         right.plotly_chart(acc_fig, key="train_epoch_acc_chart")
     for job in chosen:
-        if job.status not in jobs.ACTIVE:
+        if job.status not in ACTIVE:
             per_class_chart(job)
 
 
-def per_class_chart(job: jobs.Job) -> None:
+def per_class_chart(job: Job) -> None:
     """A finished job's top-1 per class at its last epoch (the guide's closing per-class printout)."""
     per_class = store.per_class_accuracy(job.id)
     if not per_class:
@@ -162,7 +163,7 @@ def export_section(all_jobs: list) -> None:
 
 def evaluate_section(all_jobs: list) -> None:
     """A finished job's checkpoint on a held-out split (torchvision's --test-only), with its plots."""
-    done = [j for j in all_jobs if j.status not in jobs.ACTIVE and j.checkpoint and Path(j.checkpoint).is_file()
+    done = [j for j in all_jobs if j.status not in ACTIVE and j.checkpoint and Path(j.checkpoint).is_file()
             and j.framework == "pytorch"]
     if not done:
         st.info("No finished PyTorch job with a checkpoint yet.")

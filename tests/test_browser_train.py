@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs.store import JobError, JobStore
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 
@@ -15,12 +15,12 @@ from tests.support.waiting import wait_for
 def cancel_jobs_after():
     """The job is a detached process: ask it to stop when the test ends, pass or fail."""
     yield
-    store = jobs.JobStore()
+    store = JobStore()
     try:
         for job in store.list_jobs():
             try:
                 store.request_cancel(job.id)
-            except jobs.JobError:  # already ended
+            except JobError:  # already ended
                 continue
         try:  # let it stop, so it does not load the tests after it
             wait_for(lambda: not any(j.status == "running" for j in store.list_jobs()), timeout=60, every=0.5)

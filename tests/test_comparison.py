@@ -64,7 +64,7 @@ def test_comparison_rows_and_jobs_list_json(capsys) -> None:
 
 
 def test_summaries_and_tensorboard_export_do_not_import_torch() -> None:
-    code = ("import sys\nimport dlguide_core.jobs.comparison, dlguide_core.training.tensorboard_export\n"
+    code = ("import sys\nimport dlguide_core.jobs.comparison, dlguide_core.jobs.tensorboard_export\n"
             "print('torch' in sys.modules, 'tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

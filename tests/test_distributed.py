@@ -17,9 +17,12 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from dlguide_core.data.image_folders import load_data
+from dlguide_core.errors import DistributedError
 from dlguide_core.jobs import launch as L
+from dlguide_core.jobs import worker
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training import distributed as D
+from dlguide_core.training.distributed_sinks import WriterRankSink
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.models import load_model
@@ -49,7 +52,7 @@ def test_backend_and_device_per_local_rank() -> None:
     assert D.device_for("cpu", env) == torch.device("cpu")
     if not torch.cuda.is_available():
         assert D.device_for("auto", env) == torch.device("cpu")
-        with pytest.raises(D.DistributedError, match="no GPU"):
+        with pytest.raises(DistributedError, match="no GPU"):
             D.device_for("cuda", env)
 
 
@@ -94,10 +97,10 @@ def test_steps_lr_and_batch_arithmetic() -> None:
 
 
 def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
-    with pytest.raises(D.DistributedError, match="sync batchnorm needs GPUs"):
+    with pytest.raises(DistributedError, match="sync batchnorm needs GPUs"):
         D.check_devices("cpu", True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(D.DistributedError, match="sync batchnorm needs GPUs"):
+    with pytest.raises(DistributedError, match="sync batchnorm needs GPUs"):
         D.check_devices("auto", True)
     D.check_devices("auto", False)
     D.check_devices("cuda", True)  # a GPU job: resolve_device says so if there is none
@@ -108,7 +111,7 @@ def test_sync_batchnorm_is_refused_up_front_for_a_cpu_job(monkeypatch) -> None:
 def test_launch_commands_single_and_multi_node() -> None:
     local = L.LaunchSpec(nproc_per_node=2, max_restarts=1)
     cmd = L.torchrun_command(local, "job-1")
-    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.jobs.runner",
+    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"] and cmd[-3:] == ["-m", "dlguide_core.jobs.worker",
                                                                                        "job-1"]
     assert "--standalone" in cmd and cmd[cmd.index("--nproc-per-node") + 1] == "2"
     assert cmd[cmd.index("--max-restarts") + 1] == "1"
@@ -128,13 +131,13 @@ def test_launch_commands_single_and_multi_node() -> None:
     ({"nproc_per_node": 0}, "at least 1"), ({"nnodes": 2, "node_rank": 2, "rdzv_endpoint": "h:1"}, "node-rank"),
     ({"max_restarts": -1}, "negative")])
 def test_launch_spec_refuses_what_cannot_work(fields: dict, message: str) -> None:
-    with pytest.raises(D.DistributedError, match=message):
+    with pytest.raises(DistributedError, match=message):
         L.LaunchSpec(**fields)
 
 
-def test_rank_zero_sink_alone_passes_everything_through() -> None:
+def test_writer_rank_sink_alone_passes_everything_through() -> None:
     inner = RecordingSink(stop_after=2)
-    sink = D.RankZeroSink(inner, D.DistEnv())
+    sink = WriterRankSink(inner, D.DistEnv())
     sink.on_start(total_steps=3, epochs=1, class_names=("a",))
     sink.on_step(1, 0, 2.0, 0.1, 10.0)
     assert not sink.should_stop()
@@ -145,7 +148,7 @@ def test_rank_zero_sink_alone_passes_everything_through() -> None:
 
 def test_a_writer_rank_that_is_not_this_one_stays_silent() -> None:
     inner = RecordingSink()
-    sink = D.RankZeroSink(inner, D.DistEnv(writer_rank=1))
+    sink = WriterRankSink(inner, D.DistEnv(writer_rank=1))
     sink.on_start(total_steps=3, epochs=1)
     sink.on_epoch(0, {"top1": 1.0})
     sink.on_checkpoint(Path("x"), step=1)
@@ -172,7 +175,7 @@ def _toy_worker(rank: int, world: int, batch: int, port: int, out: str) -> None:
     sampler = D.ShardedEpochSampler(data, world, rank, seed=0)
     sampler.set_position(0, 0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
-    sink = D.RankZeroSink(RecordingSink(), env)
+    sink = WriterRankSink(RecordingSink(), env)
     for step, (x, y) in enumerate(DataLoader(data, batch_size=batch, sampler=sampler), start=1):
         loss = nn.functional.cross_entropy(model(x), y)  # mean over this rank's batch
         optimizer.zero_grad()
@@ -204,7 +207,7 @@ def _share_worker(rank: int, port: int, folder: str) -> None:
                       LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
     env = D.DistEnv.from_env()
     D.join_group(env, timeout_s=60)
-    D.share_checkpoint(env, Path(folder) / f"machine-{rank}" / "checkpoint.pt")
+    worker.share_checkpoint(env, Path(folder) / f"machine-{rank}" / "checkpoint.pt")
     D.destroy_process_group()
 
 
@@ -362,7 +365,7 @@ def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest
     """`--max-restarts N` runs one process under torchrun: it must take the queue's slot, not GPU 0."""
     from dataclasses import replace
 
-    from dlguide_core.jobs.store import job_env
+    from dlguide_core.jobs.queue import job_env
     from dlguide_core.training import recipes
 
     seen = []
@@ -374,8 +377,8 @@ def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest
     env = job_env(job, {})
     assert "CUDA_VISIBLE_DEVICES" not in env  # one device: not pinned, it sees every GPU
     monkeypatch.setenv("DLGUIDE_GPU_SLOT", env["DLGUIDE_GPU_SLOT"])  # what torchrun's worker inherits
-    D._train(D.DistEnv(under_torchrun=True), {"job_id": job.id, "recipe": "slot_probe", "config": config,
-                                               "resume": False}, None, RecordingSink())
+    worker._train(D.DistEnv(under_torchrun=True), {"job_id": job.id, "recipe": "slot_probe", "config": config,
+                                                    "resume": False}, None, RecordingSink())
     assert seen == [1]
     pinned = job_env(replace(job, config={"nproc_per_node": 2}, slot=2), {})
     assert pinned["CUDA_VISIBLE_DEVICES"] == "2,3" and pinned["DLGUIDE_GPU_SLOT"] == "0"  # its block: cuda:0, 1

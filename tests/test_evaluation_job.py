@@ -12,7 +12,6 @@ import pytest
 
 from dlguide_core.cli.main import main
 from dlguide_core.evaluation import evaluate_model
-from dlguide_core.jobs import store as jobs
 from dlguide_core.jobs.catalog import get_recipe, is_training, recipes
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import (
@@ -25,9 +24,10 @@ from dlguide_core.jobs.evaluation_job import (
     stored_result,
 )
 from dlguide_core.jobs.runner import run_job
+from dlguide_core.jobs.store import JobError, JobStore
+from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.recipes import ConfigError
 from dlguide_core.training.sinks import NullSink
-from dlguide_core.training.tensorboard_export import export_job
 from dlguide_core.vision.models import job_checkpoints, load_model
 from tests.support.checkpoints import toy_checkpoint
 from tests.support.toy_data import write_toy_dataset
@@ -51,7 +51,7 @@ def _inline(data: Path, checkpoint: Path, **kwargs) -> dict:
     return evaluate_model(load_model(str(checkpoint), device="cpu"), data, **kwargs).to_json()
 
 
-def _claimed(store: jobs.JobStore, cfg: EvaluateConfig) -> str:
+def _claimed(store: JobStore, cfg: EvaluateConfig) -> str:
     job = store.create(EVALUATE_RECIPE, "pytorch", cfg.__dict__)
     store.claim(job.id, os.getpid())
     return job.id
@@ -60,7 +60,7 @@ def _claimed(store: jobs.JobStore, cfg: EvaluateConfig) -> str:
 class _Watch(NullSink):
     """Looks at the store from outside the loop while the job runs."""
 
-    def __init__(self, store: jobs.JobStore, job_id: str, cancel_at: int | None = None) -> None:
+    def __init__(self, store: JobStore, job_id: str, cancel_at: int | None = None) -> None:
         self.store, self.job_id, self.cancel_at, self.seen = store, job_id, cancel_at, []
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra) -> None:
@@ -76,7 +76,7 @@ class _Watch(NullSink):
 
 def test_evaluation_job_reports_progress_and_writes_the_inline_result(toy) -> None:
     data, checkpoint = toy
-    store = jobs.JobStore()
+    store = JobStore()
     job_id = _claimed(store, EvaluateConfig(weights=str(checkpoint), data=str(data), batch_size=5, device="cpu"))
     watch = _Watch(store, job_id)
     assert run_job(store, job_id, watch) == "succeeded"
@@ -94,7 +94,7 @@ def test_evaluation_job_reports_progress_and_writes_the_inline_result(toy) -> No
 
 def test_cancel_stops_between_batches_without_a_result(toy) -> None:
     data, checkpoint = toy
-    store = jobs.JobStore()
+    store = JobStore()
     job_id = _claimed(store, EvaluateConfig(weights=str(checkpoint), data=str(data), batch_size=2, device="cpu"))
     assert run_job(store, job_id, _Watch(store, job_id, cancel_at=2)) == "cancelled"
     assert store.steps(job_id)["step"][-1] < 12 and stored_result(job_id) is None
@@ -102,7 +102,7 @@ def test_cancel_stops_between_batches_without_a_result(toy) -> None:
 
 def test_an_evaluation_job_stays_out_of_training_views(toy) -> None:
     data, checkpoint = toy
-    store = jobs.JobStore()
+    store = JobStore()
     job_id = _claimed(store, EvaluateConfig(weights=str(checkpoint), data=str(data), device="cpu"))
     assert run_job(store, job_id) == "succeeded"
     job = store.get(job_id)
@@ -110,7 +110,7 @@ def test_an_evaluation_job_stays_out_of_training_views(toy) -> None:
     assert not is_training(EVALUATE_RECIPE) and is_training("cifar_net") and is_training("not_installed_here")
     assert job_checkpoints() == []  # Classify's checkpoint list
     assert run_summary(store, job)["final_top1"] is None  # comparison / `jobs list --json`
-    with pytest.raises(jobs.JobError, match="no training curves"):
+    with pytest.raises(JobError, match="no training curves"):
         export_job(store, job_id, Path(store.path).parent / "tb")
 
 
@@ -141,7 +141,7 @@ def test_cli_detach_queues_a_job_and_jobs_show_holds_the_result(capsys, toy) -> 
     code, out, _ = _cli(capsys, *args, "--detach")
     assert code == 0 and set(json.loads(out)) == {"job_id"}
     job_id = json.loads(out)["job_id"]
-    store = jobs.JobStore()
+    store = JobStore()
     job = wait_until_done(store, job_id, timeout=120)  # a real detached process
     assert job.status == "succeeded", job.log_path.read_text()
     code, out, _ = _cli(capsys, "jobs", "show", job_id, "--json")
@@ -163,4 +163,4 @@ def test_cli_detach_refuses_what_cannot_run(capsys, toy, tmp_path) -> None:
     code, _, err = _cli(capsys, "evaluate", "--weights", str(checkpoint), "--data", str(data), "--device", "tpu",
                         "--detach")
     assert code == 2 and "device must be" in err
-    assert jobs.JobStore().list_jobs() == []
+    assert JobStore().list_jobs() == []

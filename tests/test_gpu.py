@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from dlguide_core.cli.main import main
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.vision.classify import classify_sources
@@ -79,7 +79,7 @@ def test_amp_channels_last_job_trains_cancels_and_resumes_on_the_gpu(tmp_path: P
     assert Path(cancelled.checkpoint).is_file() and cancelled.checkpoint_step >= 30
     assert job_device(cancelled).startswith("cuda")
     kept = cancelled.checkpoint_step
-    jobs.resume(store, job_id)
+    queue.resume(store, job_id)
     wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) >= kept + 20)
     store.request_cancel(job_id)
     again = wait_for(lambda: (j := store.get(job_id)).status in FINAL and j)
@@ -98,7 +98,7 @@ def test_two_queued_jobs_get_their_own_slots(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("DLGUIDE_MAX_JOBS", "2")
     store = JobStore()
     cfg = gpu_config(tmp_path, epochs=1, max_steps=15)
-    first, second = jobs.submit(store, "inception_v3", cfg), jobs.submit(store, "inception_v3", cfg)
+    first, second = queue.submit(store, "inception_v3", cfg), queue.submit(store, "inception_v3", cfg)
     assert {first.slot, second.slot} == {0, 1}
     done = [wait_for(lambda j=j: (x := store.get(j.id)).status in FINAL and x) for j in (first, second)]
     assert [d.status for d in done] == ["succeeded", "succeeded"], [d.error for d in done]

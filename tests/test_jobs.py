@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.runner import run_job
-from dlguide_core.jobs.store import JobError, JobStore, StoreSink
+from dlguide_core.jobs.store import JobError, JobStore
+from dlguide_core.jobs.store_sink import StoreSink
 from dlguide_core.training import recipes
 from dlguide_core.training.recipes import Recipe, RunResult, get_recipe
 from dlguide_core.vision.models import job_checkpoints
@@ -80,7 +81,7 @@ def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> No
     assert store.claim_next(1) is None  # one at a time on a CPU-only machine
     assert store.request_cancel(b.id).status == "cancelled"
     monkeypatch.setenv("DLGUIDE_MAX_JOBS", "3")
-    assert jobs.max_concurrent() == 3
+    assert queue.max_concurrent() == 3
 
 
 def test_queue_counts_a_job_as_the_devices_it_uses(monkeypatch) -> None:
@@ -89,7 +90,7 @@ def test_queue_counts_a_job_as_the_devices_it_uses(monkeypatch) -> None:
     monkeypatch.delenv("DLGUIDE_MAX_JOBS", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
-    capacity = jobs.max_concurrent()
+    capacity = queue.max_concurrent()
     assert capacity == 8
     store = JobStore()
     big = store.create("cifar_net", "pytorch", {"nproc_per_node": 8})
@@ -174,7 +175,7 @@ def test_a_job_that_raises_is_failed_with_its_message(monkeypatch) -> None:
 @pytest.mark.slow
 def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishes(tmp_path: Path) -> None:
     store = JobStore()
-    job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=200))
+    job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=200))
     assert job.status == "running" and job.pid
     wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) >= 3)  # readable while it runs
     assert store.get(job.id).status == "running"
@@ -184,7 +185,7 @@ def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishe
     assert cancelled.checkpoint_step == store.last_step(job.id)["step"]
     with pytest.raises(JobError, match="only queued or running"):
         store.request_cancel(job.id)
-    assert jobs.resume(store, job.id).status in ("queued", "running")
+    assert queue.resume(store, job.id).status in ("queued", "running")
     store.request_cancel(job.id)  # keep the test short: stop the resumed run again
     again = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j)
     assert again.status == "cancelled" and again.checkpoint_step >= cancelled.checkpoint_step
@@ -194,14 +195,14 @@ def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishe
 @pytest.mark.slow
 def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: Path) -> None:
     store = JobStore()
-    job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))  # toy epochs take ~0.1 s: room to kill
+    job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))  # toy epochs take ~0.1 s: room to kill
     running = wait_for(lambda: (j := store.get(job.id)).status == "running" and j.checkpoint_step and j)
     os.kill(running.pid, signal.SIGKILL)
     killed_at = time.time()
     dead = wait_for(lambda: (j := store.get(job.id)).status == "interrupted" and j, timeout=60)
     assert "ended without finishing" in dead.error
     kept = dead.checkpoint_step
-    jobs.resume(store, job.id)
+    queue.resume(store, job.id)
     done = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j, timeout=180)
     assert done.status == "succeeded", done.error
     steps = store.steps(job.id)
@@ -222,7 +223,7 @@ def test_resume_trusts_the_checkpoint_file_when_the_store_record_lags_it(tmp_pat
     behind the file. Resume restores the file, so the steps between the two must survive (a CI run
     once lost exactly those: a gap 21-25 in the curve)."""
     store = JobStore()
-    job = jobs.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))
+    job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))
     running = wait_for(lambda: (j := store.get(job.id)).status == "running" and (j.checkpoint_step or 0) >= 15 and j)
     os.kill(running.pid, signal.SIGKILL)
     killed_at = time.time()
@@ -230,7 +231,7 @@ def test_resume_trusts_the_checkpoint_file_when_the_store_record_lags_it(tmp_pat
     assert dead.status == "interrupted", (dead.status, dead.error)
     file_step = dead.checkpoint_step
     store.set_checkpoint(job.id, Path(dead.checkpoint), file_step - 5, file_step // 5 - 1)  # the lagging record
-    jobs.resume(store, job.id)
+    queue.resume(store, job.id)
     assert store.steps(job.id)["step"][:file_step] == list(range(1, file_step + 1))  # nothing dropped yet
     done = wait_for(lambda: (j := store.get(job.id)).status in FINAL and j, timeout=180)
     assert done.status == "succeeded", done.error
@@ -269,7 +270,7 @@ def test_foreground_claim_refuses_a_job_that_is_not_queued() -> None:
 
 
 def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
-    from dlguide_core.jobs.store import visible_devices_env
+    from dlguide_core.jobs.queue import visible_devices_env
 
     assert visible_devices_env(0, 1, {}) == {}  # one device: the job uses cuda:slot itself
     assert visible_devices_env(4, 4, {}) == {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "4,5,6,7"}
@@ -281,7 +282,7 @@ def test_a_multi_device_job_is_pinned_to_its_block_of_gpus():
 TORCHRUN_FAILURE = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ======================================================
-dlguide_core.jobs.runner FAILED
+dlguide_core.jobs.worker FAILED
 ------------------------------------------------------
 Failures:
 [1]:
@@ -305,7 +306,7 @@ Root Cause (first observed failure):
 
 
 def test_torchrun_failure_summary_names_the_rank_that_died_first():
-    from dlguide_core.jobs.store import torchrun_root_cause
+    from dlguide_core.jobs.torchrun_log import torchrun_root_cause
 
     lines = [line.strip() for line in TORCHRUN_FAILURE.splitlines() if line.strip()]
     assert torchrun_root_cause(lines) == "rank 1 (local_rank: 1) exitcode -9 (pid: 4144)  (SIGKILL)"
@@ -314,7 +315,7 @@ def test_torchrun_failure_summary_names_the_rank_that_died_first():
 
 def test_a_job_that_cannot_be_launched_fails_at_once_instead_of_holding_its_slots():
     """A record made before the endpoint check (or by hand) must not sit `running` with no process."""
-    from dlguide_core.jobs.store import dispatch
+    from dlguide_core.jobs.queue import dispatch
 
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {"data": "/d", "nnodes": 2, "rdzv_endpoint": "node0:"})

@@ -112,9 +112,11 @@ def test_normal_mode_also_serves_the_booth(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_no_job_store_is_created(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    from dlguide_core.jobs.store import db_path
+
     at = booth(monkeypatch)
     assert "No training job is running right now." in all_text(at)
-    assert not (isolated_home / "jobs.db").exists()
+    assert not db_path(isolated_home).exists()
 
 
 def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,7 +102,8 @@ def test_a_bad_rendezvous_endpoint_is_refused_when_the_job_is_made(endpoint: str
     """One rule (HOST:PORT) at submit: what passed here used to fail only at launch, leaving a job `running`."""
     with pytest.raises(ConfigError, match="HOST:PORT"):
         get_recipe("cifar_net").make_config(data="/d", nnodes=2, rdzv_endpoint=endpoint)
-    from dlguide_core.jobs.launch import DistributedError, LaunchSpec
+    from dlguide_core.errors import DistributedError
+    from dlguide_core.jobs.launch import LaunchSpec
 
     with pytest.raises(DistributedError, match="HOST:PORT"):
         LaunchSpec(nnodes=2, rdzv_endpoint=endpoint)

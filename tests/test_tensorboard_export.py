@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.runner import run_job
 from dlguide_core.jobs.store import JobStore
+from dlguide_core.jobs.tensorboard_export import export_job, job_logdir, job_sink
 from dlguide_core.training.recipes import get_recipe
-from dlguide_core.training.tensorboard_export import EPOCH_TAGS, STEP_TAGS, TensorBoardSink, export_job, job_logdir
+from dlguide_core.training.tensorboard import EPOCH_TAGS, STEP_TAGS
 from tests.support.toy_data import write_toy_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +77,7 @@ def test_export_usage(tmp_path: Path) -> None:
 def test_sink_mirrors_steps_and_epochs_and_a_resume_drops_redone_steps(tmp_path: Path) -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    sink = TensorBoardSink(store.path, job.id, flush_s=0.05)
+    sink = job_sink(store.path, job.id, flush_s=0.05)
     sink.on_start(total_steps=6, epochs=2, start_step=0, start_epoch=0)
     for s in range(1, 7):
         sink.on_step(s, (s - 1) // 3, 1.0 / s, 0.1, 50.0)
@@ -87,7 +88,7 @@ def test_sink_mirrors_steps_and_epochs_and_a_resume_drops_redone_steps(tmp_path:
     assert first["epoch/top1"] == [(0, 50.0)] and sink.failed is None
     # A resume from step 3: the store was trimmed to it (StoreSink.on_start), then the files follow.
     store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 50.0, 1000.0 + s, None) for s in (1, 2, 3)])
-    resumed = TensorBoardSink(store.path, job.id, flush_s=0.05)
+    resumed = job_sink(store.path, job.id, flush_s=0.05)
     resumed.on_start(total_steps=6, epochs=2, start_step=3, start_epoch=1)
     resumed.on_step(4, 1, 0.2, 0.1, 50.0)
     resumed.close()
@@ -99,7 +100,7 @@ def test_a_real_job_writes_event_files_equal_to_its_store_rows(tmp_path: Path) -
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=10, val_per_class=2)
     cfg = get_recipe("cifar_net").make_config(data=str(data), workers=0, device="cpu", lr=0.01, epochs=2)
     store = JobStore()
-    job = jobs.submit(store, "cifar_net", cfg, start=False)
+    job = queue.submit(store, "cifar_net", cfg, start=False)
     store.claim(job.id, os.getpid())
     assert run_job(store, job.id) == "succeeded"
     expected = expected_from_store(store, job.id)
@@ -108,7 +109,7 @@ def test_a_real_job_writes_event_files_equal_to_its_store_rows(tmp_path: Path) -
 
 
 def test_the_writer_does_not_import_tensorflow(tmp_path: Path) -> None:
-    code = ("import sys\nfrom pathlib import Path\nfrom dlguide_core.training.tensorboard_export import open_writer\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom dlguide_core.training.tensorboard import open_writer\n"
             f"w = open_writer(Path({str(tmp_path)!r}))\nw.add_scalar('x', 1.0, step=1)\nw.close()\n"
             "print('tensorflow' in sys.modules)")
     started = time.monotonic()

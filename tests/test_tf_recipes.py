@@ -23,7 +23,8 @@ import pytest
 from PIL import Image
 
 from dlguide_core import tensorflow_runtime
-from dlguide_core.jobs.store import JobStore, resume, submit
+from dlguide_core.jobs.queue import resume, submit
+from dlguide_core.jobs.store import JobStore, db_path
 from dlguide_core.tensorflow_runtime import TensorFlowDeviceError
 from dlguide_core.training import tf_fashion_mnist, tf_inference, tf_loop, tf_models, tf_text
 from dlguide_core.training.recipes import ConfigError
@@ -254,7 +255,7 @@ def jobs_home(tf_jobs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> JobSt
 
 
 def _step_accuracies(home: Path, job_id: str) -> list[float]:
-    with sqlite3.connect(home / "jobs.db") as db:
+    with sqlite3.connect(db_path(home)) as db:
         rows = db.execute("SELECT extra FROM steps WHERE job_id = ? ORDER BY step", (job_id,)).fetchall()
     return [json.loads(extra)["accuracy"] for (extra,) in rows]
 
@@ -385,13 +386,13 @@ def _train_section_script() -> None:
 def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path: Path, monkeypatch) -> None:
     from streamlit.testing.v1 import AppTest
 
-    from dlguide_core.jobs import store as jobs
+    from dlguide_core.jobs import queue
     from ui.tensorflow import TF_DOWNLOAD
 
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)
     imdb = write_imdb(tmp_path / "roots" / "reviews", per_class=2)
     monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
-    monkeypatch.setattr(jobs, "dispatch", lambda store: [])  # queue only: no job process in this test
+    monkeypatch.setattr(queue, "dispatch", lambda store: [])  # queue only: no job process in this test
     at = AppTest.from_function(_train_section_script, default_timeout=60).run()
     assert not at.exception, at.exception
     assert [o.split(" · ")[0] for o in at.selectbox(key="train_tf_recipe").options] == [FASHION_RECIPE, TEXT_RECIPE]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dlguide_core import devices, settings
+from dlguide_core import devices
 from dlguide_core.vision.models import LoadedModel, load_model
 
 # ---------------------------------------------------------------- devices
@@ -124,8 +124,10 @@ def job_store(db_path: str):
 
 
 def jobs_db() -> Path:
-    """The app's job database (the CLI's `jobs` commands and the job processes use the same file)."""
-    return settings.home() / "jobs.db"
+    """The job store's database (jobs.store.db_path: the one place its file name is spelled)."""
+    from dlguide_core.jobs.store import db_path
+
+    return db_path()
 
 
 def app_job_store():

@@ -18,7 +18,7 @@ import streamlit as st
 from dlguide_core import settings
 from dlguide_core.data import image_folders
 from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.evaluation_job import (
     EVALUATE_RECIPE,
     EvaluateConfig,
@@ -27,6 +27,7 @@ from dlguide_core.jobs.evaluation_job import (
     latest_job,
     stored_result,
 )
+from dlguide_core.jobs.store import ACTIVE, JobStore
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
 from ui.cache import app_job_store, existing_job_store, get_model
 
@@ -150,7 +151,7 @@ def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> N
         show_job(job_id, key)
 
 
-def _store() -> jobs.JobStore:
+def _store() -> JobStore:
     return app_job_store()
 
 
@@ -172,7 +173,7 @@ def _submit(weights: str, data: Path, split: str, limit: int | None, key: str) -
     """More than inline_max() images: a background job (it survives the tab), watched by show_job."""
     try:
         cfg = EvaluateConfig(weights=weights, data=str(data.resolve()), split=split, limit=limit)
-        job = jobs.submit(_store(), EVALUATE_RECIPE, cfg)
+        job = queue.submit(_store(), EVALUATE_RECIPE, cfg)
         st.session_state[f"{key}_evaluation_job"] = (weights, job.id)
         st.toast(f"More than {inline_max()} images: evaluating as job {job.id}")
     except DlguideError as exc:
@@ -185,7 +186,7 @@ def show_job(job_id: str, key: str) -> None:
         job = _store().get(job_id)
     except DlguideError:  # deleted since
         return
-    if job.status in jobs.ACTIVE:
+    if job.status in ACTIVE:
         job_progress(job_id, key)
     elif (result := stored_result(job_id)) is not None:
         st.caption(f"Evaluation job {job_id} ({job.status}).")
@@ -202,10 +203,10 @@ def job_progress(job_id: str, key: str) -> None:
         job = store.get(job_id)  # marks a dead process interrupted
     except DlguideError:  # deleted meanwhile (Train's job table)
         st.rerun()
-    if job.status not in jobs.ACTIVE:
+    if job.status not in ACTIVE:
         st.rerun()  # the whole page: show_job now draws the result
     if job.status == "queued":
-        jobs.dispatch(store)  # nothing else may be polling the queue (Classify)
+        queue.dispatch(store)  # nothing else may be polling the queue (Classify)
         st.info(f"Evaluation job {job_id} queued: it starts when a running job frees its device.")
         return
     row = store.summary(job)

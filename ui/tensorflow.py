@@ -190,7 +190,7 @@ def tf_train_section(store) -> None:
     import dataclasses
 
     from dlguide_core.errors import DlguideError
-    from dlguide_core.jobs import store as jobs
+    from dlguide_core.jobs import queue
     from dlguide_core.jobs.catalog import recipes
     from dlguide_core.tensorflow_runtime import tensorflow_status
 
@@ -218,7 +218,7 @@ def tf_train_section(store) -> None:
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
     if submitted:
         try:
-            job = jobs.submit(store, name, found[name].make_config(data=data, **values))
+            job = queue.submit(store, name, found[name].make_config(data=data, **values))
             st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
             st.error(str(exc), icon=":material/block:")

@@ -7,9 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dlguide_core.data import image_folders
-from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import launch
-from dlguide_core.jobs import store as jobs
+from dlguide_core.errors import DistributedError, DlguideError
+from dlguide_core.jobs import launch, queue
 from dlguide_core.jobs.catalog import recipes
 from dlguide_core.training.recipes import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
@@ -48,7 +47,7 @@ def show_join_commands(name: str, info: image_folders.DatasetInfo, values: dict)
     try:
         spec = launch.LaunchSpec(values["nproc_per_node"], values["nnodes"], 0, values["rdzv_endpoint"],
                                       values["max_restarts"])
-    except launch.DistributedError as exc:
+    except DistributedError as exc:
         st.warning(str(exc))
         return
     st.markdown("Start the job here, then run this on each other machine (same dlguide and dataset path):")
@@ -94,7 +93,7 @@ def job_form(info: image_folders.DatasetInfo, store) -> None:
         values.update(processes)
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
-            job = jobs.submit(store, name, cfg)
+            job = queue.submit(store, name, cfg)
             batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
             st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
         except DlguideError as exc:

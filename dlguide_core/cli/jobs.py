@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 
 from dlguide_core.cli.train import run_foreground
-from dlguide_core.jobs import store as jobs
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
+from dlguide_core.jobs.store import Job, JobStore
+from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.diagnostics import training_warnings
-from dlguide_core.training.tensorboard_export import export_job
 
 EPOCH_KEYS = ("epoch", "train_loss", "val_loss", "top1", "top5")
 
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
+def job_json(store: JobStore, job: Job) -> dict:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
     count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
     a hint, when the losses show the run diverging (dlguide_core.training.diagnostics; the status is unchanged);
@@ -59,17 +60,17 @@ def job_json(store: jobs.JobStore, job: jobs.Job) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = jobs.JobStore()
+    store = JobStore()
     action = {"list": _list, "show": _show, "cancel": _cancel, "resume": _resume, "export": _export,
               "delete": _delete}[args.action]
     return action(store, args)
 
 
-def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
+def _list(store: JobStore, args: argparse.Namespace) -> int:
     all_jobs = store.list_jobs()
     # A slot freed by a dead job starts the next queued one. Beside jobs still running, that needs the GPU
     # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
-    jobs.dispatch(store, lambda: jobs.max_jobs_setting() or 0)
+    queue.dispatch(store, lambda: queue.max_jobs_setting() or 0)
     if args.json:
         print(json.dumps([store.summary(j) | {"created": j.created} | run_summary(store, j) | {"config": j.config}
                           for j in all_jobs], indent=2))
@@ -83,7 +84,7 @@ def _list(store: jobs.JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(store: jobs.JobStore, args: argparse.Namespace) -> int:
+def _show(store: JobStore, args: argparse.Namespace) -> int:
     job = store.get(args.id)
     data = job_json(store, job)
     if args.json:
@@ -117,21 +118,21 @@ def _print_per_class(per_class: dict[str, float]) -> None:
         print(f"    {name:<{width}}  {accuracy:5.1f} %")
 
 
-def _cancel(store: jobs.JobStore, args: argparse.Namespace) -> int:
+def _cancel(store: JobStore, args: argparse.Namespace) -> int:
     job = store.request_cancel(args.id)
     print(f"job {job.id} {'cancelled' if job.status == 'cancelled' else 'stops at its next step'}")
     return 0
 
 
-def _resume(store: jobs.JobStore, args: argparse.Namespace) -> int:
-    job = jobs.resume(store, args.id, start=args.detach)
+def _resume(store: JobStore, args: argparse.Namespace) -> int:
+    job = queue.resume(store, args.id, start=args.detach)
     if args.detach:
         print(f"job {job.id} {job.status}")
         return 0
     return run_foreground(store, job.id, as_json=False)
 
 
-def _export(store: jobs.JobStore, args: argparse.Namespace) -> int:
+def _export(store: JobStore, args: argparse.Namespace) -> int:
     if args.tensorboard:
         logdir = export_job(store, args.id, Path(args.tensorboard).expanduser() / args.id)
         print(f"TensorBoard event files in {logdir} (tensorboard --logdir {logdir.parent})")
@@ -140,7 +141,7 @@ def _export(store: jobs.JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _delete(store: jobs.JobStore, args: argparse.Namespace) -> int:
+def _delete(store: JobStore, args: argparse.Namespace) -> int:
     store.delete(args.id)
     print(f"job {args.id} deleted")
     return 0

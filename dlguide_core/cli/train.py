@@ -1,7 +1,7 @@
 """`train --recipe R --data DIR [...] [--detach] [--json]`: one training job through the store.
 
 `--nproc-per-node N [--nnodes M --node-rank K --rdzv-endpoint HOST:PORT] [--max-restarts R]` runs
-it under torchrun (see dlguide_core/training/distributed.py and docs/DISTRIBUTED.md).
+it under torchrun (see dlguide_core/jobs/worker.py and docs/DISTRIBUTED.md).
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 
 from dlguide_core.cli.common import dataset_path
-from dlguide_core.jobs import store as jobs
+from dlguide_core.errors import DistributedError
+from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
+from dlguide_core.jobs.store import JobStore, job_dir
 from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
 from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
@@ -90,7 +92,7 @@ def join_run(args: argparse.Namespace) -> int:
     try:
         spec = launch.LaunchSpec(args.nproc_per_node or 1, args.nnodes or 1, args.node_rank,
                                  args.rdzv_endpoint or "", args.max_restarts or 0)
-    except launch.DistributedError as exc:
+    except DistributedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     data = str(dataset_path(args.data))
@@ -109,8 +111,6 @@ def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.training import distributed  # torch: train is a heavy command, --help and `jobs` are not
-
     if not args.data and (args.recipe not in TENSORFLOW_RECIPES or args.node_rank):  # joining: a PyTorch run
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
               file=sys.stderr)
@@ -119,35 +119,35 @@ def run(args: argparse.Namespace) -> int:
         return join_run(args)
     try:
         cfg = build_config(args)
-    except (ConfigError, distributed.DistributedError) as exc:
+    except (ConfigError, DistributedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if cfg.data and not Path(cfg.data).is_dir():
         print(f"error: {cfg.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    store = jobs.JobStore()
+    store = JobStore()
     if args.detach:
-        job = jobs.submit(store, args.recipe, cfg)
+        job = queue.submit(store, args.recipe, cfg)
         print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
               f"follow it with `python -m dlguide_core jobs show {job.id}`")
         return EXIT_OK
-    job = jobs.submit(store, args.recipe, cfg, start=False)
+    job = queue.submit(store, args.recipe, cfg, start=False)
     return run_foreground(store, job.id, args.json)
 
 
-def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
+def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
     """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
     from dlguide_core.jobs.launch import describe_batch
     from dlguide_core.jobs.runner import run_job
 
     store.claim(job_id, os.getpid())
     job = store.get(job_id, refresh=False)
-    print(f"job {job_id}: log and checkpoint in {jobs.job_dir(job_id)}", file=sys.stderr)
+    print(f"job {job_id}: log and checkpoint in {job_dir(job_id)}", file=sys.stderr)
     if "batch_size" in job.config:
         batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),
                                int(job.config.get("nnodes", 1)))
         print(f"job {job_id}: {batch}", file=sys.stderr)
-    command = jobs.job_command(job)
+    command = queue.job_command(job)
     if command[2] == "torch.distributed.run":
         status = _run_torchrun(store, job_id, command)
     else:
@@ -161,7 +161,7 @@ def run_foreground(store: jobs.JobStore, job_id: str, as_json: bool) -> int:
     return EXIT_OK if status == "succeeded" else EXIT_FAILED
 
 
-def _run_torchrun(store: jobs.JobStore, job_id: str, command: list[str]) -> str:
+def _run_torchrun(store: JobStore, job_id: str, command: list[str]) -> str:
     proc = subprocess.Popen(command)
     store.set_pid(job_id, proc.pid)  # the job's process is torchrun's agent, as for a detached job
     code = _wait_ignoring_ctrl_c(proc)

@@ -1,1 +1,8 @@
-"""dlguide_core.jobs.store."""
+"""Jobs: the durable job store, the queue, and the processes that run training and evaluation jobs.
+
+It owns the store (store: jobs and statuses over database, with metric_tables for their metrics),
+process liveness (liveness, torchrun_log), the job process's sink (store_sink), the queue and how a
+job is launched (queue, launch), the job processes (runner; worker, each torchrun process; stopping,
+what both share), and what is read back from jobs (comparison, tensorboard_export, evaluation_job).
+It may import the base modules, vision, data, evaluation and training; no module of those imports it.
+"""

@@ -14,15 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DistributedError
 from dlguide_core.training.recipes import rdzv_endpoint_problem
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
 MONITOR_INTERVAL_S = 0.5  # how often torchrun checks its workers: a dead rank is seen within this
-
-
-class DistributedError(DlguideError):
-    """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""
 
 
 def global_batch(batch_size: int, nproc_per_node: int = 1, nnodes: int = 1) -> int:
@@ -90,13 +86,13 @@ def torchrun_args(spec: LaunchSpec) -> list[str]:
 
 
 def torchrun_command(spec: LaunchSpec, job_id: str | None = None, data: str | None = None) -> list[str]:
-    """`python -m torch.distributed.run ... -m dlguide_core.jobs.runner JOB_ID` (torchrun, as this Python).
+    """`python -m torch.distributed.run ... -m dlguide_core.jobs.worker JOB_ID` (torchrun, as this Python).
 
-    Machines other than node 0 have no job record: they run `job_runner --join DATA`
+    Machines other than node 0 have no job record: they run `worker --join DATA`
     and receive the recipe and config from the writer rank.
     """
     entry = [job_id] if job_id else ["--join", data or ""]
-    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.jobs.runner",
+    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(spec), "-m", "dlguide_core.jobs.worker",
             *entry]
 
 

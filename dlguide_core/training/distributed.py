@@ -4,9 +4,11 @@ torchrun starts one process per device and tells each its place through the
 environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 TORCHELASTIC_RESTART_COUNT...). This module turns that into a process group
 (NCCL on GPUs, which on ROCm builds is RCCL; Gloo on the CPU), a device per local
-rank, a DDP-wrapped model, a shard of every epoch per rank, and a sink wrapper
-through which only the writer rank reports. The torchrun command lines (for this
-machine and for the other machines of a multi-node run) are built by `launch`, which needs no torch.
+rank, a DDP-wrapped model, a shard of every epoch per rank, and the collectives
+the ranks share numbers with. The building blocks only: the sink through which only the writer
+rank reports is in distributed_sinks; the torchrun worker that runs a job with them is
+jobs.worker, and its command lines (for this machine and the others of a multi-node run) are
+built by jobs.launch, which needs no torch.
 
 Meaning of the numbers: `batch_size` is per device, so the global batch is
 batch_size x world_size; the learning rate stays as set unless the linear scaling
@@ -19,11 +21,10 @@ import ctypes
 import json
 import math
 import os
-import re
 import signal
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -32,10 +33,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
-from dlguide_core.errors import DlguideError
-from dlguide_core.gpu_slots import gpu_index, process_slot
-from dlguide_core.jobs.launch import DistributedError
-from dlguide_core.training.sinks import NullSink, TrainingSink
+from dlguide_core.errors import DistributedError
+from dlguide_core.gpu_slots import gpu_index
 
 TIMEOUT_S = 600  # a collective that waits longer than this fails instead of hanging forever
 
@@ -244,71 +243,7 @@ def broadcast_json(obj: Any, src: int) -> Any:
     return json.loads(broadcast_bytes(data, src).decode())
 
 
-# ------------------------------------------------------------------ reporting
-
-
-class StopFlagSink(NullSink):
-    """The local sink of ranks that do not write: only remembers a stop request (signals)."""
-
-    def __init__(self) -> None:
-        self.stop_reason: str | None = None
-
-    def request_stop(self, reason: str | None = None) -> None:
-        self.stop_reason = self.stop_reason or reason or "request"
-
-    def should_stop(self) -> bool:
-        return self.stop_reason is not None
-
-
-class RankZeroSink(NullSink):
-    """Every rank reports through this; only the writer rank passes anything on.
-
-    Each `on_step` does one small all-reduce of (loss, images/s, stop): the recorded
-    loss is the mean over ranks, images/s the sum over ranks, and the stop decision
-    is shared, so a cancel seen by the writer (or a signal seen by any rank) stops
-    every rank at the same step. All ranks must call on_step then should_stop once
-    per step, which training.train_one_epoch does.
-    """
-
-    def __init__(self, inner: TrainingSink, env: DistEnv) -> None:
-        self.inner, self.env = inner, env
-        self._stop = False
-
-    def on_start(self, **kwargs: Any) -> None:
-        if self.env.is_writer:
-            self.inner.on_start(**kwargs)
-
-    def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
-        if not self.env.enabled:  # one process: nothing to share
-            self.inner.on_step(step, epoch, loss, lr, images_per_s, world_size=1, **extra)
-            self._stop = self.inner.should_stop()
-            return
-        # The stop bit is read before this step is passed on (it rides in the same all-reduce), so a
-        # sink that stops after counting steps stops one step later than with one process.
-        local_stop = 1.0 if self.inner.should_stop() else 0.0
-        totals = all_reduce_sum(torch.tensor([loss, images_per_s, local_stop], dtype=torch.float64))
-        self._stop = bool(totals[2] > 0)
-        if self.env.is_writer:
-            self.inner.on_step(step, epoch, float(totals[0]) / self.env.world_size, lr, float(totals[1]),
-                               **{"world_size": self.env.world_size, **extra})
-
-    def should_stop(self) -> bool:
-        return self._stop
-
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
-        if self.env.is_writer:
-            self.inner.on_epoch(epoch, metrics)
-
-    def flush(self) -> None:
-        if self.env.is_writer:
-            self.inner.flush()
-
-    def on_checkpoint(self, path: Any, **kwargs: Any) -> None:
-        if self.env.is_writer:
-            self.inner.on_checkpoint(path, **kwargs)
-
-
-# ------------------------------------------------------------------ the torchrun worker
+# ------------------------------------------------------------------ the process group
 
 
 def process_group_backend() -> str:
@@ -333,149 +268,3 @@ def join_group(env: DistEnv, timeout_s: float = TIMEOUT_S) -> None:
     timeout = timedelta(seconds=timeout_s)
     dist.init_process_group(process_group_backend(), store=_attempt_store(env, timeout), rank=env.rank,
                             world_size=env.world_size, timeout=timeout)
-
-
-def _reclaim(store: Any, job_id: str, env: DistEnv) -> bool:
-    """After a torchrun restart: put the job back to running (the writer's run trims the metrics past
-    the checkpoint it restores, in StoreSink.on_start)."""
-    job = store.get(job_id, refresh=False)
-    if env.restart_count == 0:
-        return job.status == "running"
-    if job.status == "running":
-        store.finish(job_id, "interrupted", "a rank failed; torchrun restarts the job")
-    elif job.status != "interrupted":
-        return False  # finished, cancelled or failed meanwhile: nothing to restart
-    store.prepare_resume(job_id)
-    store.claim(job_id, os.getppid())  # the job's process stays torchrun's agent, our parent
-    print(f"job {job_id}: restart {env.restart_count}/{env.max_restarts}, resuming from its checkpoint", flush=True)
-    return True
-
-
-def _writer_payload(store: Any, job_id: str, env: DistEnv) -> dict[str, Any]:
-    from dlguide_core.jobs.store import job_dir
-
-    if not _reclaim(store, job_id, env):
-        return {"action": "exit"}
-    job = store.get(job_id, refresh=False)
-    resume = (job_dir(job_id) / "checkpoint.pt").is_file()
-    return {"action": "run", "job_id": job_id, "recipe": job.recipe, "config": job.config, "resume": resume}
-
-
-def _file_digest(path: Any) -> bytes:
-    """sha256 of a file (b"" when it is missing), read in chunks: checkpoints are hundreds of MB."""
-    import hashlib
-
-    if not path.is_file():
-        return b""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.digest()
-
-
-def share_checkpoint(env: DistEnv, path: Any) -> None:
-    """Make the writer's checkpoint the one at `path` on every rank (other machines get a copy).
-
-    Compared by content, not existence: a machine without a shared file system keeps the copy it
-    received at an earlier resume, and restoring that stale one would put its ranks at another step."""
-    from pathlib import Path
-
-    path = Path(path)
-    wanted = broadcast_bytes(_file_digest(path) if env.is_writer else None, env.writer_rank)
-    stale = (not env.is_writer) and _file_digest(path) != wanted
-    if float(all_reduce_sum(torch.tensor([float(stale)], dtype=torch.float64))) == 0:
-        return  # one machine, a shared file system, or copies already current: nothing to send
-    received = broadcast_bytes(path.read_bytes() if env.is_writer else None, env.writer_rank)
-    if stale:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".rank{env.rank}.tmp")
-        tmp.write_bytes(received)
-        os.replace(tmp, path)
-
-
-def _local_sinks(env: DistEnv, store: Any, job_id: str) -> tuple[Any, TrainingSink]:
-    """(the sink signals talk to, the sink the loop reports through)."""
-    if not env.is_writer:
-        local = StopFlagSink()
-        return local, RankZeroSink(local, env)
-    from dlguide_core.jobs.store import StoreSink
-    from dlguide_core.training.sinks import ConsoleSink, TeeSink
-
-    store_sink = StoreSink(store.path, job_id)
-    return store_sink, RankZeroSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
-
-
-def _outcome(env: DistEnv, result: Any, exc: BaseException | None, local: Any) -> tuple[str | None, str | None, int]:
-    """(final status or None to leave the job running for a torchrun restart, error, exit code)."""
-    from dlguide_core.jobs.runner import _final_status
-
-    if exc is None:
-        status, error = _final_status(result, local)
-        return status, error, 0
-    if is_peer_failure(exc):
-        if env.restarts_left:
-            return None, None, 1  # torchrun restarts every rank; the next writer resumes the job
-        return "interrupted", f"a rank of the run stopped ({_short(exc)}); resume continues it", 1
-    # A restart of a failed job finds it final and exits at once (see _reclaim).
-    return "failed", str(exc) if isinstance(exc, DlguideError) else f"{type(exc).__name__}: {exc}", 1
-
-
-def _short(exc: BaseException) -> str:
-    """The first line of a collective's error, without the C++ source location."""
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". This is typically")[0]
-    return text[:160]
-
-
-def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:
-    from dlguide_core.jobs.store import job_dir
-    from dlguide_core.training.recipes import RunContext, get_recipe
-
-    recipe = get_recipe(payload["recipe"])
-    config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
-    folder = job_dir(payload["job_id"])
-    ctx = RunContext(payload["job_id"], payload["recipe"], folder, sink, resume=payload["resume"],
-                     slot=process_slot(), dist=env)
-    if ctx.resume:
-        share_checkpoint(env, ctx.checkpoint_path)
-    return recipe.run_function()(recipe.config_from_dict(config), ctx)
-
-
-def run_worker(job_id: str | None, data: str | None = None) -> int:
-    """Each torchrun process: `job_runner JOB_ID` on the job's machine, `job_runner --join DATA` elsewhere."""
-    import traceback
-
-    from dlguide_core.jobs.runner import _stop_on_signals
-    from dlguide_core.jobs.store import JobStore, dispatch
-
-    die_with_parent()
-    env = DistEnv.from_env()
-    join_group(env)
-    store = JobStore() if job_id else None
-    try:
-        env = replace(env, writer_rank=find_writer(env, owns_job=job_id is not None))
-        payload = broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None, env.writer_rank)
-        if payload["action"] != "run":
-            return 0
-        local, sink = _local_sinks(env, store, payload["job_id"])
-        result, error = None, None
-        try:
-            with _stop_on_signals(local):
-                result = _train(env, payload, data, sink)
-        except Exception as exc:  # the writer records it; every rank exits so torchrun can act
-            traceback.print_exc()
-            error = exc
-        finally:
-            if env.is_writer:
-                local.close()
-        status, message, code = _outcome(env, result, error, local)
-        if env.is_writer and status:
-            store.finish(payload["job_id"], status, message)
-            print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
-            dispatch(store)  # our slot is free: start the next queued job, as job_runner does
-        return code
-    finally:
-        if store is not None:
-            store.close()
-        destroy_process_group()

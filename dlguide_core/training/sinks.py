@@ -12,6 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+# Optional per-step metrics a loop may pass to `on_step` in `**extra`, as listeners keep them:
+# (column, key in extra, scale). TensorFlow jobs pass Keras' running training accuracy of the epoch
+# so far as a fraction; it is kept in percent, like top1/top5 everywhere else (store, TensorBoard).
+STEP_EXTRAS = (("accuracy", "accuracy", 100.0),)
+
 
 class TrainingSink(Protocol):
     """The framework-neutral reporting interface every recipe's loop talks to."""

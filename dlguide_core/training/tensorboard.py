@@ -1,13 +1,12 @@
-"""TensorBoard event files for every job, written with the `tensorboard` package's own writer.
+"""TensorBoard event files of a training run, written with the `tensorboard` package's own writer.
 
-`tensorboard --logdir $DLGUIDE_HOME/jobs` then shows every run (each job folder's `tensorboard/`)
-with the numbers the app shows: per step `train/loss`, `train/lr`, `train/images_per_s` (and
-`train/accuracy` in percent where a recipe records it), per epoch `epoch/train_loss`,
-`epoch/val_loss`, `epoch/top1`, `epoch/top5` (step = the store's 0-based epoch).
+The tags are the numbers the app shows: per step `train/loss`, `train/lr`, `train/images_per_s`
+(and `train/accuracy` in percent where a recipe records it), per epoch `epoch/train_loss`,
+`epoch/val_loss`, `epoch/top1`, `epoch/top5` (step = the 0-based epoch).
 
 A running job writes through `TensorBoardSink`, which, like the store's sink, only appends to a
-queue in the training step; a background thread writes it every `flush_s`. Jobs older than this
-get their files from the store with `export_job` (`jobs export ID --tensorboard DIR`).
+queue in the training step; a background thread writes it every `flush_s`. Where the files of a
+job live, and how they are rebuilt from the job store, is jobs.tensorboard_export.
 """
 
 from __future__ import annotations
@@ -18,14 +17,12 @@ import threading
 import time
 import types
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.jobs.catalog import is_training
-from dlguide_core.jobs.store import STEP_EXTRAS, JobError, JobStore, job_dir
-from dlguide_core.training.sinks import NullSink
+from dlguide_core.training.sinks import STEP_EXTRAS, NullSink
 
-FOLDER = "tensorboard"  # inside each job folder
 STEP_TAGS = {"loss": "train/loss", "lr": "train/lr", "images_per_s": "train/images_per_s"}
 EXTRA_TAGS = {column: f"train/{column}" for column, _, _ in STEP_EXTRAS}
 EPOCH_TAGS = {"train_loss": "epoch/train_loss", "val_loss": "epoch/val_loss", "top1": "epoch/top1",
@@ -59,7 +56,7 @@ def _finite(value: Any) -> float | None:
 
 
 def write_step(writer, row: dict[str, Any]) -> None:
-    """One store step row (STEP_COLUMNS + STEP_EXTRAS columns) as scalars at its global step."""
+    """One step row (the store's columns: loss, lr, images_per_s, the STEP_EXTRAS ones) as scalars at its step."""
     for column, tag in (*STEP_TAGS.items(), *EXTRA_TAGS.items()):
         value = _finite(row.get(column))
         if value is not None:
@@ -74,38 +71,16 @@ def write_epoch(writer, epoch: int, metrics: dict[str, Any], wall_time: float | 
             writer.add_scalar(EPOCH_TAGS.get(key, f"epoch/{key}"), value, step=int(epoch), wall_time=wall_time)
 
 
-def export_job(store: JobStore, job_id: str, logdir: Path) -> Path:
-    """Write a job's stored metrics into `logdir` (its old event files replaced); returns logdir."""
-    job = store.get(job_id, refresh=False)  # an unknown id fails before anything is written
-    if not is_training(job.recipe):
-        raise JobError(f"job {job_id} is an {job.recipe} job: it has no training curves to export")
-    remove_event_files(logdir)
-    writer = open_writer(logdir)
-    try:
-        cols = store.steps(job_id)
-        for i in range(len(cols["step"])):
-            write_step(writer, {name: values[i] for name, values in cols.items()})
-        for row in store.epochs(job_id):
-            write_epoch(writer, row["epoch"], row, row.get("time"))
-    finally:
-        writer.close()
-    return logdir
-
-
-def job_logdir(job_id: str) -> Path:
-    return job_dir(job_id) / FOLDER
-
-
 class TensorBoardSink(NullSink):
     """Mirrors a running job into its event files without adding work to the training step.
 
-    Place it after the job's StoreSink in a TeeSink: on_start then finds the store already trimmed
-    to where this run starts (a resume) and rewrites the files from it, so they never hold steps
-    the run is about to redo. A writing error is reported once and never reaches the loop."""
+    `on_start` (each run, a resume too) calls `replay(logdir)`, which rewrites the event files from
+    what is recorded so far (jobs.tensorboard_export.job_sink: from the job store, already trimmed
+    to where this run starts), so they never hold steps the run is about to redo. A writing error
+    is reported once and never reaches the loop."""
 
-    def __init__(self, store_path: Path, job_id: str, logdir: Path | None = None, flush_s: float = 2.0) -> None:
-        self.store_path, self.job_id = store_path, job_id
-        self.logdir = logdir or job_logdir(job_id)
+    def __init__(self, logdir: Path, replay: Callable[[Path], Any], flush_s: float = 2.0) -> None:
+        self.logdir, self.replay = logdir, replay
         self.flush_s = flush_s
         self._pending: deque[tuple] = deque()
         self._lock = threading.Lock()
@@ -143,11 +118,7 @@ class TensorBoardSink(NullSink):
     def _reopen(self) -> None:
         if self._writer is not None:
             self._writer.close()
-        store = JobStore(self.store_path)
-        try:
-            export_job(store, self.job_id, self.logdir)  # what the store holds now
-        finally:
-            store.close()
+        self.replay(self.logdir)  # what is recorded now
         self._writer = open_writer(self.logdir)
 
     def _drain(self) -> None:

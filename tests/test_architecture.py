@@ -173,7 +173,8 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "training": {"jobs"},  # the loop reports through a sink; the store is the job process's business
     "inference": {"training"},
 }
-BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "tensorflow_runtime")  # the bottom layer
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots",
+        "tensorflow_runtime")  # the bottom layer
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300
 # The modules of the flat layout (before issue 11) that moved: nothing may name them any more.

@@ -26,7 +26,7 @@ from dlguide_core.jobs.evaluation_job import (
 from dlguide_core.jobs.runner import run_job
 from dlguide_core.jobs.store import JobError, JobStore
 from dlguide_core.jobs.tensorboard_export import export_job
-from dlguide_core.training.recipes import ConfigError
+from dlguide_core.training.configs import ConfigError
 from dlguide_core.training.sinks import NullSink
 from dlguide_core.vision.models import job_checkpoints, load_model
 from tests.support.checkpoints import toy_checkpoint

@@ -20,7 +20,8 @@ from dlguide_core.jobs.runner import run_job
 from dlguide_core.jobs.store import JobError, JobStore
 from dlguide_core.jobs.store_sink import StoreSink
 from dlguide_core.training import recipes
-from dlguide_core.training.recipes import Recipe, RunResult, get_recipe
+from dlguide_core.training.configs import RunResult
+from dlguide_core.training.recipes import Recipe, get_recipe
 from dlguide_core.vision.models import job_checkpoints
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL, wait_for

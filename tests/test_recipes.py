@@ -10,7 +10,8 @@ import pytest
 
 from dlguide_core.jobs import catalog
 from dlguide_core.training import recipes
-from dlguide_core.training.recipes import CifarNetConfig, ConfigError, InceptionV3Config, Recipe, get_recipe
+from dlguide_core.training.configs import CifarNetConfig, ConfigError, InceptionV3Config
+from dlguide_core.training.recipes import Recipe, get_recipe
 
 
 def test_inception_defaults_are_the_guides() -> None:

@@ -27,7 +27,7 @@ from dlguide_core.jobs.queue import resume, submit
 from dlguide_core.jobs.store import JobStore, db_path
 from dlguide_core.tensorflow_runtime import TensorFlowDeviceError
 from dlguide_core.training import tf_fashion_mnist, tf_inference, tf_loop, tf_models, tf_text
-from dlguide_core.training.recipes import ConfigError
+from dlguide_core.training.configs import ConfigError
 from dlguide_core.training.tf_configs import (
     FASHION_RECIPE,
     TEXT_RECIPE,

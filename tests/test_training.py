@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from dlguide_core.training.configs import RunContext
 from dlguide_core.training.factories import resolve_device
 from dlguide_core.training.loop import run_recipe
-from dlguide_core.training.recipes import RunContext, get_recipe
+from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.classify import classify_sources

@@ -1,7 +1,8 @@
 """TensorFlow widgets: the Classify page's model tabs and the Train page's recipe forms.
 
-Streamlit glue only: data loading, training and prediction live in dlguide_core.training.tf_* and
-dlguide_core.data (fashion_mnist, imdb), imported inside the functions so the app runs without TensorFlow.
+Streamlit glue only: data loading, training and prediction live in dlguide_core.training (tf_fashion_mnist,
+tf_text, tf_inference) and dlguide_core.data (fashion_mnist, imdb), imported inside the functions so the app
+runs without TensorFlow.
 """
 
 from __future__ import annotations

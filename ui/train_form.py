@@ -10,7 +10,7 @@ from dlguide_core.data import image_folders
 from dlguide_core.errors import DistributedError, DlguideError
 from dlguide_core.jobs import launch, queue
 from dlguide_core.jobs.catalog import recipes
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS
+from dlguide_core.training.configs import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 
 

@@ -19,7 +19,7 @@ from dlguide_core.errors import DistributedError
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
 from dlguide_core.jobs.store import JobStore, job_dir
-from dlguide_core.training.recipes import AMP_DTYPE_FLAGS, ConfigError
+from dlguide_core.training.configs import AMP_DTYPE_FLAGS, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
 from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
 

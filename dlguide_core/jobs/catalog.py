@@ -16,8 +16,26 @@ import threading
 from dlguide_core import tensorflow_runtime
 from dlguide_core.jobs.evaluation_job import evaluation_recipe
 from dlguide_core.training import recipes as registry
-from dlguide_core.training.recipes import ConfigError, Recipe
-from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES, tensorflow_recipes
+from dlguide_core.training.configs import ConfigError
+from dlguide_core.training.recipes import Recipe
+from dlguide_core.training.tf_configs import (
+    FASHION_RECIPE,
+    TENSORFLOW_RECIPES,
+    TEXT_RECIPE,
+    FashionMnistConfig,
+    TextClassificationConfig,
+)
+
+
+def tensorflow_recipes() -> tuple[Recipe, Recipe]:
+    """The two TensorFlow recipes (registered when TensorFlow is installed): configs in training/tf_configs.py."""
+    return (Recipe(FASHION_RECIPE, "tensorflow", FashionMnistConfig,
+                   "dlguide_core.training.tf_fashion_mnist:run_fashion_mnist",
+                   "TensorFlow: the guide's Fashion-MNIST classifier (Flatten, Dense 128, Dense 10)"),
+            Recipe(TEXT_RECIPE, "tensorflow", TextClassificationConfig,
+                   "dlguide_core.training.tf_text:run_text_classification",
+                   "TensorFlow: the guide's IMDB sentiment classifier (TextVectorization, Embedding 16)"))
+
 
 _loaded: list[bool] = []  # non-empty once this process registered its job kinds
 _lock = threading.Lock()

@@ -26,7 +26,8 @@ from typing import Any
 
 from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.jobs.store import Job, JobStore, job_dir
-from dlguide_core.training.recipes import DEVICE_CHOICES, ConfigError, Recipe, RunContext, RunResult
+from dlguide_core.training.configs import DEVICE_CHOICES, ConfigError, RunContext, RunResult
+from dlguide_core.training.recipes import Recipe
 
 EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"

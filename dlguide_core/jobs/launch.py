@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlguide_core.errors import DistributedError
-from dlguide_core.training.recipes import rdzv_endpoint_problem
+from dlguide_core.training.configs import rdzv_endpoint_problem
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
 MONITOR_INTERVAL_S = 0.5  # how often torchrun checks its workers: a dead rank is seen within this

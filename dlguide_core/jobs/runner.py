@@ -21,7 +21,7 @@ from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import Job, JobStore
 from dlguide_core.jobs.store_sink import StoreSink
-from dlguide_core.training.recipes import RunContext, RunResult
+from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.sinks import ConsoleSink, TeeSink, TrainingSink
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dlguide_core.training.recipes import RunResult
+from dlguide_core.training.configs import RunResult
 
 # Ctrl-C is a deliberate stop (cancelled); SIGTERM comes from shutdowns (interrupted, resumable).
 SIGNAL_REASONS = {signal.SIGINT: "cancel", signal.SIGTERM: "SIGTERM"}

@@ -29,9 +29,10 @@ from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import JobStore, job_dir
 from dlguide_core.jobs.store_sink import StoreSink
 from dlguide_core.training import distributed
+from dlguide_core.training.configs import RunContext
 from dlguide_core.training.distributed import DistEnv
 from dlguide_core.training.distributed_sinks import StopFlagSink, WriterRankSink
-from dlguide_core.training.recipes import RunContext, get_recipe
+from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import ConsoleSink, NullSink, TeeSink, TrainingSink
 
 

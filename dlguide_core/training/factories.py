@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Sampler
 from dlguide_core.data.image_folders import DataBundle
 from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.training import distributed
-from dlguide_core.training.recipes import ConfigError, TrainConfig
+from dlguide_core.training.configs import ConfigError, TrainConfig
 from dlguide_core.vision import models
 
 HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count

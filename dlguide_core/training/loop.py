@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 from dlguide_core.data.image_folders import DataBundle, load_data
 from dlguide_core.errors import DlguideError
 from dlguide_core.training import distributed
+from dlguide_core.training.configs import RunContext, RunResult, TrainConfig
 from dlguide_core.training.factories import (
     create_loaders,
     create_model,
@@ -32,7 +33,6 @@ from dlguide_core.training.factories import (
     seed_everything,
     wrap_model,
 )
-from dlguide_core.training.recipes import RunContext, RunResult, TrainConfig, get_recipe
 from dlguide_core.training.sinks import TrainingSink
 from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
 
@@ -90,7 +90,7 @@ class TrainingRun:
 
 def build_run(cfg: TrainConfig, recipe: str, job_id: str = "", slot: int = 0,
               env: distributed.DistEnv | None = None) -> TrainingRun:
-    arch = get_recipe(recipe).arch or recipe
+    arch = getattr(cfg, "ARCH", recipe)  # the configs name the architecture they train
     env = env or distributed.DistEnv()
     seed_everything(cfg.seed)
     device = distributed.device_for(cfg.device, env, slot) if env.enabled else resolve_device(cfg.device, slot)

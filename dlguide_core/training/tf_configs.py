@@ -1,8 +1,8 @@
-"""The guide's two TensorFlow case studies as recipes: their names, configs (the guide's defaults) and entries.
+"""The guide's two TensorFlow case studies: their recipe names and configs (the guide's defaults).
 
 `tf_fashion_mnist` (basic image classification, training/tf_fashion_mnist.py) and
 `tf_text_classification` (IMDB sentiment, training/tf_text.py) run as jobs exactly like the PyTorch
-recipes. Nothing here imports TensorFlow: `dlguide_core.jobs.catalog` registers `tensorflow_recipes()`
+recipes. Nothing here imports TensorFlow: `dlguide_core.jobs.catalog` registers their recipes
 when TensorFlow is installed, and names TENSORFLOW_RECIPES to say why they are missing when it is not.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from dlguide_core.data.fashion_mnist import find_fashion_folders
 from dlguide_core.data.imdb import find_imdb_trees
-from dlguide_core.training.recipes import ConfigError, Recipe
+from dlguide_core.training.configs import ConfigError
 
 FASHION_RECIPE, TEXT_RECIPE = "tf_fashion_mnist", "tf_text_classification"
 # Registered only when TensorFlow is installed; named here so the CLI and the job runner can say why
@@ -78,16 +78,6 @@ def _check_common(cfg: Any) -> None:
     base, _, index = cfg.device.partition(":")
     _check(base in ("auto", "cpu", "cuda") and (not index or (base == "cuda" and index.isdigit())),
            "device must be auto, cpu, cuda or cuda:N for the TensorFlow recipes")
-
-
-def tensorflow_recipes() -> tuple[Recipe, Recipe]:
-    """The two recipes, for the registry (jobs.catalog registers them when TensorFlow is installed)."""
-    return (Recipe(FASHION_RECIPE, "tensorflow", FashionMnistConfig,
-                   "dlguide_core.training.tf_fashion_mnist:run_fashion_mnist",
-                   "TensorFlow: the guide's Fashion-MNIST classifier (Flatten, Dense 128, Dense 10)"),
-            Recipe(TEXT_RECIPE, "tensorflow", TextClassificationConfig,
-                   "dlguide_core.training.tf_text:run_text_classification",
-                   "TensorFlow: the guide's IMDB sentiment classifier (TextVectorization, Embedding 16)"))
 
 
 def local_datasets(recipe: str, roots: list[Path]) -> list[Path]:

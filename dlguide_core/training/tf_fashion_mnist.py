@@ -10,7 +10,7 @@ import numpy as np
 
 from dlguide_core.data.fashion_mnist import FASHION_CLASSES, load_fashion_mnist
 from dlguide_core.tensorflow_runtime import import_tensorflow
-from dlguide_core.training.recipes import RunContext, RunResult
+from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.tf_configs import FASHION_RECIPE, FashionMnistConfig
 from dlguide_core.training.tf_inference import FASHION_MODEL_FILE, save_final_model, softmax
 from dlguide_core.training.tf_loop import TfRun, fit, restore_state, resuming

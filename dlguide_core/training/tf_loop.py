@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.training.recipes import RunContext, RunResult
+from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.sinks import TrainingSink
 
 STATE_FILE = "checkpoint.json"  # the commit record of the latest .keras checkpoint

@@ -11,7 +11,7 @@ from typing import Any
 from dlguide_core.data.imdb import IMDB_CLASSES, locate_imdb
 from dlguide_core.errors import DlguideError
 from dlguide_core.tensorflow_runtime import import_tensorflow
-from dlguide_core.training.recipes import RunContext, RunResult
+from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.tf_configs import TEXT_RECIPE, TextClassificationConfig
 from dlguide_core.training.tf_inference import TEXT_MODEL_FILE, classify_reviews, save_final_model
 from dlguide_core.training.tf_loop import TfRun, fit, restore_state, resuming, write_json

@@ -5,7 +5,7 @@ config; only the port and the environment differ), opens several first URLs at o
 Debian chromium while the server is still starting (polling until it answers), and records every
 same-origin link and every exception element the pages ever show (a MutationObserver installed
 before the app's own scripts). Then a second session classifies a photo. The server's log must hold
-no traceback. tests/test_browser_first_visit.py runs 4 servers; this is the soak:
+no traceback. tests/served/test_first_visit.py runs 4 servers; this is the soak:
 
     .venv/bin/python bench/bench_first_visit.py --servers 20 [--booth-rounds 50]
 

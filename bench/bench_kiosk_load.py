@@ -4,7 +4,7 @@ Each session is what a browser tab does, minus the rendering: open /_stcore/stre
 ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it,
 read the result, then tap "Start over". Reports errors, single-session vs
 concurrent latency (p50/p95) and the server's RSS before and after the measured
-classifications. tests/test_kiosk_load.py runs it small; run this for the real numbers:
+classifications. tests/served/test_booth_load.py runs it small; run this for the real numbers:
 
     .venv/bin/python bench/bench_kiosk_load.py --sessions 10 --rounds 50
 """

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 import serve
+from tests.support.paths import ROOT
 from tests.support.ports import free_port
 from tests.support.standin_weights import standin_imagenet_state
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

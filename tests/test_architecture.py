@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 CORE = ROOT / "dlguide_core"
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 UI = sorted((ROOT / "ui").glob("*.py"))  # the UI package shared by the pages (not routed)
@@ -366,3 +367,25 @@ def test_old_flat_module_paths_are_gone():
         leftovers += [f"{rel}: {m.group(0)}" for m in in_package.finditer(text)
                       if not _is_module(f"dlguide_core.{m.group(1)}.{m.group(2)}")]
     assert not leftovers, "old module paths (before issue 11) still named:\n" + "\n".join(leftovers)
+
+
+def test_tests_import_helpers_only_from_tests_support():
+    """Test modules share helpers through tests/support/ only, never by importing each other."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if "support" in path.relative_to(ROOT / "tests").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)} imports {n}" for n in names
+                          if n.startswith("tests.") and not n.startswith("tests.support")]
+    assert not offenders, offenders
+
+
+def test_tests_mirror_the_package():
+    """tests/<subpackage>/ for each subpackage of the core (and the UI layers: pages, ui, served)."""
+    subpackages = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert subpackages <= folders, f"no tests/<name>/ for {sorted(subpackages - folders)}"
+    assert folders - subpackages <= {"pages", "ui", "served", "support"}, sorted(folders - subpackages)

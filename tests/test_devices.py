@@ -6,7 +6,7 @@ import pytest
 
 from dlguide_core import devices
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent / "support" / "smi"
 
 
 def test_report_json_has_the_contract_keys():

@@ -24,9 +24,8 @@ from dlguide_core.evaluation import (
 from dlguide_core.vision.models import LoadedModel, imagenet_class_names, load_model
 from dlguide_core.vision.presets import EvalPreset
 from tests.support.checkpoints import toy_checkpoint
+from tests.support.paths import SHARED_TINY
 from tests.support.toy_data import write_toy_dataset
-
-SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
 
 
 def test_confusion_matrix_and_per_class_accuracy_by_hand() -> None:

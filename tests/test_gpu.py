@@ -17,13 +17,13 @@ from dlguide_core.training.recipes import get_recipe
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
 from dlguide_core.vision.samples import bundled_samples
+from tests.support.paths import ROOT
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL
 from tests.support.waiting import wait_for as support_wait_for
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[1]
 DOG = ROOT.parent / "shared" / "data" / "samples" / "dog.jpg"
 
 

@@ -1,5 +1,5 @@
 """Finding MIGraphX where users have it, and the reasons shown when it is not there. No real library needed
-(tests/test_migraphx_real.py covers the real one); the Dockerfile's install steps are checked here too."""
+(tests/inference/test_backend_migraphx.py covers the real one); the Dockerfile's install steps are checked here too."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from dlguide_core.inference.backend_base import BackendOptions
 from dlguide_core.inference.backend_migraphx import MigraphxBackend
 from dlguide_core.inference.choice import precision_refusals
 from dlguide_core.inference.registry import backend_label
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture

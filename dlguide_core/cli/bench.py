@@ -22,8 +22,8 @@ import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
 
-# The parser's choices, as dlguide_core.inference.registry and backend_base name them (tests/test_cli.py checks they
-# agree): those modules import torch, which `python -m dlguide_core --help` must not pay for (run() imports it).
+# The parser's choices, as dlguide_core.inference.registry and backend_base name them (tests/cli/test_startup.py
+# checks they agree): those modules import torch, which `python -m dlguide_core --help` must not pay for.
 BACKENDS = ("torch", "onnxruntime", "migraphx")
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 TARGETS = ("auto", "gpu", "cpu")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-EXPORTERS = ("dynamo", "torchscript")  # dlguide_core.inference.export's (tests/test_cli.py checks); it imports torch
+EXPORTERS = ("dynamo", "torchscript")  # inference.export's (tests/cli/test_startup.py checks); it imports torch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,9 +1,9 @@
 """A FAKE `migraphx` module, ONLY for MIGraphX's `gpu` target: no ROCm, no GPU, not AMD's code.
 
 Everything the real library can do here (the `cpu` and `ref` targets of ../shared/migraphx)
-is tested against the real module (tests/test_migraphx_real.py); this fake stands in only
+is tested against the real module (tests/inference/test_backend_migraphx.py); this fake stands in only
 where the real build cannot reach: the `gpu` target on a ROCm host (what the adapter asks of
-it, and the shapes it passes). tests/test_migraphx_real.py checks that every attribute and
+it, and the shapes it passes). tests/inference/test_backend_migraphx.py checks that every attribute and
 signature offered here exists in the real module.
 
 It follows the documented Python API of MIGraphX (src/py/migraphx_py.cpp: parse_onnx

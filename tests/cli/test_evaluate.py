@@ -12,9 +12,9 @@ from PIL import Image
 
 from dlguide_core.cli.main import main
 from tests.support.checkpoints import toy_checkpoint
+from tests.support.paths import ROOT
 from tests.support.toy_data import write_toy_dataset
 
-ROOT = Path(__file__).resolve().parents[1]
 KEYS = {"top1", "top5", "loss", "per_class", "confusion", "images", "images_per_s"}
 
 

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,9 @@ from dlguide_core.cli import bench as cli_bench
 from dlguide_core.cli import export as cli_export
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
+from tests.support.paths import ROOT
 from tests.support.waiting import wait_until_done
 
-ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "torchvision", "tensorflow", "keras", "onnxruntime", "onnx", "migraphx")
 PROBE = """
 import runpy, sys, json

@@ -35,8 +35,8 @@ from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 from tests.support.compiled_helpers import dlguide_home, seed_export_cache, write_cifar_checkpoint
 from tests.support.fake_migraphx import FakeMigraphx
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED_IMAGES = ROOT.parent / "shared" / "data" / "tiny-imagenet-10" / "val" / "images"
 CPU = BackendOptions(target="cpu")
 pytestmark = pytest.mark.migraphx

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def jpeg_bytes(colour: tuple[int, int, int] = (200, 40, 40), size: tuple[int, int] = (320, 240)) -> bytes:
@@ -159,7 +159,7 @@ def test_unknown_backend_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_hidden_page_run_directly_in_kiosk_mode_renders_nothing(monkeypatch: pytest.MonkeyPatch, page: str) -> None:
     """Defence in depth: even a route around app.py's navigation shows no training, paths or devices."""
     monkeypatch.setenv("DLGUIDE_KIOSK", "1")
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / page), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=60).run()
     assert not at.exception
     assert [i.value for i in at.info] == ["This page is not available in booth mode."]
     assert not at.title and not at.button and not at.selectbox and not at.dataframe

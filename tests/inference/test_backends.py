@@ -1,6 +1,6 @@
 """Backends: availability and reasons, ONNX Runtime, eager/torch.compile, and the MIGraphX adapter's
 `gpu` target against a FAKE migraphx module (tests/support/fake_migraphx.py): the only target the real build
-here cannot reach. The real library (cpu and ref targets) is tested in tests/test_migraphx_real.py."""
+here cannot reach. The real library (cpu and ref targets) is tested in tests/inference/test_backend_migraphx.py."""
 
 from __future__ import annotations
 

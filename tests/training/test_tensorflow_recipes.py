@@ -35,9 +35,9 @@ from dlguide_core.training.tf_configs import (
     TextClassificationConfig,
 )
 from tests.support.fake_tensorflow import fake_tf
+from tests.support.paths import ROOT
 from tests.support.tf_datagen import NEGATIVE, POSITIVE, fashion_arrays, write_fashion, write_imdb
 
-ROOT = Path(__file__).resolve().parents[1]
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="TensorFlow is not installed (make install adds tensorflow-cpu)")
 FINAL = ("succeeded", "failed", "cancelled", "interrupted")

@@ -11,12 +11,9 @@ from dlguide_core.data import cifar10, image_folders, tiny_imagenet
 from dlguide_core.data.image_folders import detect, load_data
 from dlguide_core.data.tiny_imagenet import prepare_tiny_imagenet
 from dlguide_core.errors import DatasetError
+from tests.support.paths import SHARED_TINY
 from tests.support.tiny_imagenet import WNIDS, tree, write_tiny_imagenet
 from tests.support.toy_data import write_toy_dataset
-
-SHARED_TINY = Path(__file__).resolve().parents[2] / "shared" / "data" / "tiny-imagenet-10"
-
-
 
 
 def test_prepare_moves_val_into_class_folders_and_is_idempotent(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 pytestmark = pytest.mark.slow
 
 

@@ -4,14 +4,12 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from dlguide_core.cli.common import download_progress, positive_int
 from dlguide_core.cli.main import main
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def run_cli(capsys, *argv):

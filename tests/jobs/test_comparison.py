@@ -6,15 +6,13 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from dlguide_core.cli.main import main
 from dlguide_core.jobs.comparison import comparison_rows, differing_fields, run_summary
 from dlguide_core.jobs.store import JobStore
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def finished_job(store: JobStore, config: dict, epochs: list[tuple[float, float, float]], ips: float = 20.0):

@@ -18,9 +18,8 @@ from dlguide_core.jobs.store import JobStore
 from dlguide_core.jobs.tensorboard_export import export_job, job_logdir, job_sink
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.tensorboard import EPOCH_TAGS, STEP_TAGS
+from tests.support.paths import ROOT
 from tests.support.toy_data import write_toy_dataset
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def read_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:

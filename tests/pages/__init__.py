@@ -1,0 +1,1 @@
+"""Tests of the routed pages, through streamlit.testing's AppTest."""

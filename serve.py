@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -31,6 +32,24 @@ APP = ROOT / "app.py"
 def command(port: int, *options: str) -> list[str]:
     """The command line `make run` serves with, on `port` (tests and benchmarks start servers with it)."""
     return [sys.executable, str(ROOT / "serve.py"), "--server.port", str(port), *options]
+
+
+def wait_healthy(url: str, proc, timeout: float = 300.0, log_tail=None) -> None:
+    """Wait until a server started with `command()` answers its health check (a booth opens its port only
+    once warm). RuntimeError when the process exits first (with `log_tail()` when given), TimeoutError at
+    the deadline. Tests and bench/ use it, so every started server is waited for the same way."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = f":\n{log_tail()}" if log_tail else ""
+            raise RuntimeError(f"the server exited with code {proc.returncode} before answering{tail}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer its health check within {timeout:.0f} s")
 
 
 def close_pages_directory_routing() -> None:

@@ -15,8 +15,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -32,17 +30,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_healthy(url: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(url)
 
 
 def rss_mib(proc: psutil.Process) -> float:
@@ -61,7 +48,7 @@ def main() -> None:
                               env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"})
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url)
+        serve.wait_healthy(url, server, timeout=300)
         proc = psutil.Process(server.pid)
         idle = rss_mib(proc)
         with sync_playwright() as pw:

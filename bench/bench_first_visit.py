@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,17 +108,7 @@ def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | No
 
 
 def wait_healthy(server: Server, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {server.proc.returncode}:\n{server.log_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{server.url} did not answer within {timeout:.0f} s")
+    serve.wait_healthy(server.url, server.proc, timeout, log_tail=lambda: server.log_text()[-2000:])
 
 
 def open_when_up(page, server: Server, path: str, timeout: float) -> None:

@@ -251,17 +251,12 @@ def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.
 
     proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **env})
-    deadline = time.monotonic() + 600  # the launcher prepares the booth (ONNX export) before opening the port
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the kiosk server exited with {proc.returncode} before opening its port")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
-            return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise TimeoutError("the kiosk server did not start")
+    try:  # the launcher prepares the booth (ONNX export) before opening the port
+        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=600)
+    except (RuntimeError, TimeoutError):
+        proc.kill()
+        raise
+    return proc
 
 
 def main() -> int:

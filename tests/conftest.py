@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -99,20 +97,6 @@ def sample_jpeg() -> Path:
 # ---------------------------------------------------------------- browser tests
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
-
-
 @pytest.fixture
 def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Factory: `url = app_server(ENV_VAR=value, ...)` serves the app as `make run` does, on a free loopback port
@@ -131,7 +115,7 @@ def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, proc)
+        serve.wait_healthy(url, proc)
         return url
 
     yield start

@@ -5,28 +5,18 @@ Small round counts here; bench/bench_kiosk_load.py runs the 500-classification v
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.benches import load_bench
 
 pytestmark = pytest.mark.slow
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_kiosk_load", ROOT / "bench" / "bench_kiosk_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_bench("bench_kiosk_load")
 
 
 def server_pid(url: str) -> int:

@@ -7,26 +7,16 @@ holds no traceback; then a second session classifies a photo. bench/bench_first_
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.benches import load_bench
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_first_visit", ROOT / "bench" / "bench_first_visit.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_bench("bench_first_visit")
 HALF = len(bench.FIRST_PATHS) // 2
 
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import serve  # noqa: E402 - the launcher, imported from the project root
 
 SAMPLE = ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
-FIRST_PATHS = ("/", "/train", "/devices", "/compiled", "/kiosk", "/common")
+FIRST_PATHS = ("/", "/train", "/devices", "/compiled", "/kiosk", "/cache")
 FULL_LINKS = {"/", "/classify", "/devices", "/train", "/kiosk", "/compiled"}  # the sidebar's allow-list
 KIOSK_LINKS: set[str] = set()  # the booth shows no navigation at all
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -119,7 +119,7 @@ def guide_loop(data: Path | None, args: argparse.Namespace) -> float:
 
 
 def our_loop(data: Path, synthetic: bool, args: argparse.Namespace, **fields) -> float:
-    """training.build_run + fit, exactly as a job runs it, with the fields of the variant."""
+    """training.loop.build_run + fit, exactly as a job runs it, with the fields of the variant."""
     cfg = get_recipe("inception_v3").make_config(data=str(data), weights="none", device=args.device, epochs=1,
                                                  batch_size=args.batch, workers=args.workers,
                                                  max_steps=args.warmup + args.steps, **fields)

@@ -1,5 +1,5 @@
 """Does writing TensorBoard event files slow a training step? The job's sinks with and without
-TensorBoardSink, interleaved rounds in one process, on the real loop (`training.fit`).
+TensorBoardSink, interleaved rounds in one process, on the real loop (`training.loop.fit`).
 
 The smallest step there is (cifar_net, batch 4: about a millisecond on a CPU) is the worst case
 for any per-step cost, so that is what is timed. Step time = median interval between on_step

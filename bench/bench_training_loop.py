@@ -2,7 +2,7 @@
 
 The guide's loop is transcribed from its CIFAR-10 section: a fresh DataLoader(shuffle=True,
 num_workers=2) iterated each epoch, zero_grad / forward / backward / step, `running_loss +=
-loss.item()` and a print every 2000 mini-batches. Ours is `training.fit` with a NullSink.
+loss.item()` and a print every 2000 mini-batches. Ours is `training.loop.fit` with a NullSink.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class CountingSink(NullSink):
 
 
 def our_loop(data: Path) -> float:
-    """Images/s of training.fit (training only: validation time is subtracted via the sink)."""
+    """Images/s of training.loop.fit (training only: validation time is subtracted via the sink)."""
     cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=EPOCHS, workers=WORKERS, device="cpu")
     run = build_run(cfg, "cifar_net")
     original_eval = run.val_loader

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-# Set by jobs.launch for each job process: its RunContext.slot (torchrun's workers inherit it).
+# Set by jobs.queue.job_env for each job process: its RunContext.slot (torchrun's workers inherit it).
 GPU_SLOT_ENV = "DLGUIDE_GPU_SLOT"
 
 
@@ -18,7 +18,7 @@ def gpu_index(slot: int, visible: int) -> int:
     `slot` mod `visible` among the GPUs its process sees (torchrun's ranks: slot + LOCAL_RANK).
 
     The queue gives each job a slot; a multi-device job is started pinned to its block of GPUs
-    (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, jobs.visible_devices_env), where its first GPU is
+    (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, jobs.queue.visible_devices_env), where its first GPU is
     number 0, so its slot in the process is 0; a single-device job sees every GPU and keeps the
     queue's slot. The modulo shares GPUs round-robin when DLGUIDE_MAX_JOBS allows more jobs than GPUs."""
     return slot % visible if visible > 0 else 0

@@ -169,10 +169,10 @@ def test_every_served_entry_goes_through_the_launcher():
 # `if TYPE_CHECKING:` too) into one module graph; the rules below are checked on it.
 
 LAYERS = {  # subpackage -> the subpackages it must never import (the arrows point one way)
-    "vision": {"training", "jobs", "data"},  # data may use vision.presets, never the other way
+    "vision": {"training", "jobs", "data", "inference"},  # data may use vision.presets, never the other way
     "data": {"training", "jobs"},
-    "training": {"jobs"},  # the loop reports through a sink; the store is the job process's business
-    "inference": {"training"},
+    "training": {"jobs", "inference"},  # the loop reports through a sink; the store is the job process's business
+    "inference": {"training", "jobs", "data"},
 }
 BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots",
         "tensorflow_runtime")  # the bottom layer
@@ -308,6 +308,18 @@ def test_base_modules_import_only_base_modules():
     assert not offenders, "base modules import no subpackage nor higher module:\n" + "\n".join(offenders)
 
 
+def test_the_top_level_clients_are_imported_only_from_above():
+    """cli/ is imported by nothing else of the core (but __main__); booth.py only by cli/; evaluation.py only by
+    jobs/, cli/ and booth.py: the subpackages below never reach up to them."""
+    allowed = {"dlguide_core.cli": ("dlguide_core.cli", "dlguide_core.__main__"),
+               "dlguide_core.booth": ("dlguide_core.cli",),
+               "dlguide_core.evaluation": ("dlguide_core.jobs", "dlguide_core.cli", "dlguide_core.booth")}
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE).items() for t in targets
+                       for top, importers in allowed.items()
+                       if _inside(t, top) and not any(_inside(m, i) for i in importers))
+    assert not offenders, "a lower layer reaches up to a client:\n" + "\n".join(offenders)
+
+
 def test_core_never_imports_streamlit_the_ui_or_pages():
     offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE).items() for t in targets
                        if any(_inside(t, ui) for ui in ("streamlit", "ui", "pages")))
@@ -353,7 +365,9 @@ def test_old_flat_module_paths_are_gone():
     flat = "|".join(old for old in OLD_MODULES if not (CORE / old / "__init__.py").is_file())
     named = re.compile(rf"\bdlguide_core\.({flat})\b|\bdlguide_core/({'|'.join(OLD_MODULES)})\.py\b"
                        rf"|\bfrom dlguide_core import ({flat})\b")
-    in_package = re.compile(rf"\bdlguide_core\.({packages})\.(\w+)")
+    # dlguide_core.<subpackage>.<name> must name a module of it (an old name like inference.backends is gone)
+    subpackages = "|".join(p.name for p in CORE.iterdir() if (p / "__init__.py").is_file())
+    in_package = re.compile(rf"\bdlguide_core\.({packages}|{subpackages})\.(\w+)")
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for rel in tracked.splitlines():
         path = ROOT / rel

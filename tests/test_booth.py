@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from dlguide_core import booth as kiosk
+from dlguide_core import booth
 from dlguide_core.errors import DlguideError
 from dlguide_core.vision.classify import classify_images, predict_logits
 from dlguide_core.vision.models import LoadedModel, build_model, drop_aux_head
@@ -26,8 +26,8 @@ def small() -> LoadedModel:
                        False, "t", "small-test")
 
 
-def eager(loaded: LoadedModel) -> kiosk.Runner:
-    return kiosk.Runner("eager", "CPU", lambda batch: predict_logits(loaded, batch))
+def eager(loaded: LoadedModel) -> booth.Runner:
+    return booth.Runner("eager", "CPU", lambda batch: predict_logits(loaded, batch))
 
 
 @pytest.mark.parametrize(("raw", "expected"), [(None, 60.0), ("5", 5.0), ("0.5", 0.5), ("0", 60.0), ("-3", 60.0),
@@ -37,54 +37,54 @@ def test_idle_seconds_from_env(monkeypatch: pytest.MonkeyPatch, raw: str | None,
         monkeypatch.delenv("DLGUIDE_KIOSK_IDLE_S", raising=False)
     else:
         monkeypatch.setenv("DLGUIDE_KIOSK_IDLE_S", raw)
-    assert kiosk.idle_seconds() == expected
+    assert booth.idle_seconds() == expected
 
 
 def test_idle_countdown() -> None:
-    assert kiosk.seconds_left(100.0, 110.0, 60.0) == 50.0
-    assert not kiosk.is_idle(100.0, 159.9, 60.0)
-    assert kiosk.is_idle(100.0, 160.0, 60.0)
-    assert kiosk.seconds_left(100.0, 500.0, 60.0) == 0.0
+    assert booth.seconds_left(100.0, 110.0, 60.0) == 50.0
+    assert not booth.is_idle(100.0, 159.9, 60.0)
+    assert booth.is_idle(100.0, 160.0, 60.0)
+    assert booth.seconds_left(100.0, 500.0, 60.0) == 0.0
 
 
 def test_attract_rotation() -> None:
-    shown = [kiosk.attract_index(t, 3, period_s=5.0) for t in (0.0, 4.9, 5.0, 10.0, 15.0, 20.0)]
+    shown = [booth.attract_index(t, 3, period_s=5.0) for t in (0.0, 4.9, 5.0, 10.0, 15.0, 20.0)]
     assert shown == [0, 0, 1, 2, 0, 1]
-    assert kiosk.attract_index(123.0, 0) == 0
+    assert booth.attract_index(123.0, 0) == 0
 
 
 def test_predict_timed_matches_classify(small: LoadedModel) -> None:
     image = Image.new("RGB", (200, 180), (30, 140, 220))
-    result = kiosk.predict_timed(small, eager(small), image, k=5)
+    result = booth.predict_timed(small, eager(small), image, k=5)
     assert [p.index for p in result.top] == [p.index for p in classify_images(small, [image], k=5)[0]]
     assert result.latency_ms > 0 and result.backend == "eager" and result.device == "CPU"
 
 
 def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel) -> None:
-    runner = kiosk.Runner("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
+    runner = booth.Runner("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
     image = Image.new("RGB", (160, 160), (200, 20, 20))
     start = time.perf_counter()
     runner.lock.acquire()
     threading.Timer(4.0, runner.lock.release).start()  # another visitor's forward holds the model for 4 s
-    queued = kiosk.predict_timed(small, runner, image)
+    queued = booth.predict_timed(small, runner, image)
     assert time.perf_counter() - start >= 3.9
     assert queued.latency_ms < 3000  # the wait is not this prediction's latency (a small forward: far less)
 
 
 def test_attract_items_cover_the_bundled_samples(small: LoadedModel) -> None:
-    items = kiosk.attract_items(small, eager(small), k=3)
+    items = booth.attract_items(small, eager(small), k=3)
     assert [i.name for i in items] == list(bundled_samples())
     assert all(len(i.top) == 3 and i.image.mode == "RGB" for i in items)
 
 
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch, small: LoadedModel) -> None:
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
-    assert kiosk.backend_choice() == "auto"
+    assert booth.backend_choice() == "auto"
     monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "torch")
-    runner = kiosk.fastest_runner(small)
+    runner = booth.fastest_runner(small)
     assert runner.backend.startswith("PyTorch") and runner.device.startswith("CPU")
     batch = torch.zeros(1, 3, 160, 160)
     assert torch.equal(runner.logits(batch), predict_logits(small, batch))
     monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "warp-drive")
     with pytest.raises(DlguideError, match="auto or one of"):
-        kiosk.fastest_runner(small)
+        booth.fastest_runner(small)

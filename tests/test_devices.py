@@ -1,12 +1,12 @@
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
 from dlguide_core import devices
+from tests.support.paths import SMI_FIXTURES
 
-DATA = Path(__file__).parent / "support" / "smi"
+DATA = SMI_FIXTURES
 
 
 def test_report_json_has_the_contract_keys():

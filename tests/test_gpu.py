@@ -55,7 +55,7 @@ def gpu_config(tmp_path: Path, **fields):
 
 
 def job_device(job) -> str:
-    """What the run said it trained on (training.run_recipe prints it to the job's log)."""
+    """What the run said it trained on (training.loop.run_recipe prints it to the job's log)."""
     for line in Path(job.log_path).read_text().splitlines():
         if line.startswith("training on "):
             return line.split()[2]

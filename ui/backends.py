@@ -1,5 +1,5 @@
 """Choosing an inference backend (Classify, Compiled): the backend and precision pickers and their labels.
-What can run here comes from dlguide_core.inference.backends; the prepared backends are cached in ui.cache."""
+What can run here comes from dlguide_core.inference (registry, choice); the prepared backends are cached in ui.cache."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Picking a training dataset (Train page): the data roots' datasets, a download offer when there are none, the
 tiny-imagenet val re-organisation, and a browser of class counts and sample images. The finding, fetching and
-preparing live in dlguide_core.data.datasets."""
+preparing live in dlguide_core.data (image_folders, tiny_imagenet, cifar10)."""
 
 from __future__ import annotations
 

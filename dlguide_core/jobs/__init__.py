@@ -2,7 +2,8 @@
 
 It owns the store (store: jobs and statuses over database, with metric_tables for their metrics),
 process liveness (liveness, torchrun_log), the job process's sink (store_sink), the queue and how a
-job is launched (queue, launch), the job processes (runner; worker, each torchrun process; stopping,
-what both share), and what is read back from jobs (comparison, tensorboard_export, evaluation_job).
+job is launched (queue, launch), every job kind this installation runs (catalog: the registry's plug-ins, and
+the `evaluate` kind of evaluation_job), the job processes (runner; worker, each torchrun process; stopping,
+what both share), and what is read back from jobs (comparison, tensorboard_export).
 It may import the base modules, vision, data, evaluation and training; no module of those imports it.
 """

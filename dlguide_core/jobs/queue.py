@@ -88,7 +88,7 @@ def launch(store: JobStore, job: Job) -> int:
 
 def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
     """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
-    (recipes.gpu_index: 0 when pinned to its block, else the queue's slot)."""
+    (gpu_slots.gpu_index: 0 when pinned to its block, else the queue's slot)."""
     from dlguide_core.gpu_slots import GPU_SLOT_ENV
 
     env = {**environ, "DLGUIDE_HOME": str(settings.home())}

@@ -34,7 +34,7 @@ class WriterRankSink(NullSink):
     loss is the mean over ranks, images/s the sum over ranks, and the stop decision
     is shared, so a cancel seen by the writer (or a signal seen by any rank) stops
     every rank at the same step. All ranks must call on_step then should_stop once
-    per step, which training.train_one_epoch does.
+    per step, which loop.train_one_epoch does.
     """
 
     def __init__(self, inner: TrainingSink, env: DistEnv) -> None:

@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from dlguide_core import booth as kiosk
-from dlguide_core import devices, migraphx_lib
+from dlguide_core import booth, devices, migraphx_lib
 from dlguide_core.cli.main import main
 from dlguide_core.inference import backend_base, backend_migraphx, choice
 from dlguide_core.inference.backend_base import PRECISIONS, BackendError, BackendOptions, sample_batch
@@ -297,20 +296,20 @@ def test_bench_gives_numeric_migraphx_cpu_rows(mgx, cifar_files, capsys):
 @NO_AMD_GPU
 def test_booth_ranking_measures_migraphx_cpu_against_onnxruntime(mgx, cifar, monkeypatch):
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
-    backend, why = kiosk.fastest_measured(cifar)
+    backend, why = booth.fastest_measured(cifar)
     assert why.startswith("measured p50 on one photo: ") and "MIGraphX (CPU)" in why and "ONNX Runtime" in why
     assert why.split(": ", 1)[1].startswith(backend.label)  # the winner is the fastest measured
     for fast, expected in (("migraphx", "MIGraphX (CPU) · migraphx:cpu"), ("onnxruntime", "ONNX Runtime · CPU")):
-        monkeypatch.setattr(kiosk, "measure_p50_ms", lambda b, _batch, fast=fast: 1.0 if b.name == fast else 9.0)
-        monkeypatch.setattr(kiosk, "measure_once_ms", lambda b, _batch, fast=fast: 2.0 if b.name == fast else 9.0)
-        runner = kiosk.fastest_runner(cifar)
+        monkeypatch.setattr(booth, "measure_p50_ms", lambda b, _batch, fast=fast: 1.0 if b.name == fast else 9.0)
+        monkeypatch.setattr(booth, "measure_once_ms", lambda b, _batch, fast=fast: 2.0 if b.name == fast else 9.0)
+        runner = booth.fastest_runner(cifar)
         assert runner.backend.startswith(expected) and runner.device.startswith("CPU")
         assert runner.logits(sample_batch(cifar, 1)).shape == (1, 10)
     # a contender far slower on its first run is ranked by that run alone (no more slow runs at start-up)
     calls = []
-    monkeypatch.setattr(kiosk, "measure_p50_ms", lambda b, _batch: calls.append(b.name) or 1.0)
-    monkeypatch.setattr(kiosk, "measure_once_ms", lambda b, _batch: 500.0)
-    backend, why = kiosk.fastest_measured(cifar)
+    monkeypatch.setattr(booth, "measure_p50_ms", lambda b, _batch: calls.append(b.name) or 1.0)
+    monkeypatch.setattr(booth, "measure_once_ms", lambda b, _batch: 500.0)
+    backend, why = booth.fastest_measured(cifar)
     assert backend.name == "onnxruntime" and calls == ["onnxruntime"] and "MIGraphX (CPU) 500.0 ms" in why
 
 

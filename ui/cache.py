@@ -13,6 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from dlguide_core import devices
+from dlguide_core.jobs.store import JobStore, db_path
 from dlguide_core.vision.models import LoadedModel, load_model
 
 # ---------------------------------------------------------------- devices
@@ -116,26 +117,17 @@ def attract_items(loaded: LoadedModel, runner) -> list:
 
 
 @st.cache_resource(show_spinner=False)
-def job_store(db_path: str):
+def job_store(path: str):
     """One JobStore connection per database file (it locks internally; never mutated after caching)."""
-    from dlguide_core.jobs.store import JobStore
-
-    return JobStore(db_path)
-
-
-def jobs_db() -> Path:
-    """The job store's database (jobs.store.db_path: the one place its file name is spelled)."""
-    from dlguide_core.jobs.store import db_path
-
-    return db_path()
+    return JobStore(path)
 
 
 def app_job_store():
     """The app's job store, created on first use (the Train page)."""
-    return job_store(str(jobs_db()))
+    return job_store(str(db_path()))
 
 
 def existing_job_store():
     """The app's job store; None when no job was ever created (the booth and a look-up must not create one)."""
-    path = jobs_db()
+    path = db_path()
     return job_store(str(path)) if path.is_file() else None

@@ -200,26 +200,32 @@ def _toy_run(tmp_path: Path, world: int, batch: int) -> dict:
     return json.loads(out.read_text())
 
 
-def _share_worker(rank: int, port: int, folder: str) -> None:
-    """Rank 0 is the writer on "machine A"; rank 1 reads its own copy on "machine B"."""
+def _share_worker(rank: int, port: int, folders: list[str]) -> None:
+    """Rank 0 is the writer on "machine A"; rank 1 reads its own copy on "machine B" (one group, every case)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
                       LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
     env = D.DistEnv.from_env()
     D.join_group(env, timeout_s=60)
-    worker.share_checkpoint(env, Path(folder) / f"machine-{rank}" / "checkpoint.pt")
+    for folder in folders:
+        worker.share_checkpoint(env, Path(folder) / f"machine-{rank}" / "checkpoint.pt")
     D.destroy_process_group()
 
 
-@pytest.mark.parametrize("other_copy", [None, b"an older checkpoint from an earlier resume", b"current"])
-def test_share_checkpoint_replaces_a_missing_or_stale_copy_on_another_machine(tmp_path: Path, other_copy) -> None:
-    writer, other = tmp_path / "machine-0" / "checkpoint.pt", tmp_path / "machine-1" / "checkpoint.pt"
-    writer.parent.mkdir()
-    writer.write_bytes(b"current")
-    if other_copy is not None:
-        other.parent.mkdir()
-        other.write_bytes(other_copy)
-    mp.spawn(_share_worker, args=(free_port(), str(tmp_path)), nprocs=2, join=True)
-    assert other.read_bytes() == b"current" and writer.read_bytes() == b"current"
+def test_share_checkpoint_replaces_a_missing_or_stale_copy_on_another_machine(tmp_path: Path) -> None:
+    # Three cases in one process group (each spawn of two torch processes costs seconds): no copy on the
+    # other machine, a stale copy from an earlier resume, and a copy that is already current.
+    cases = {"missing": None, "stale": b"an older checkpoint from an earlier resume", "current": b"current"}
+    for name, other_copy in cases.items():
+        writer, other = tmp_path / name / "machine-0" / "checkpoint.pt", tmp_path / name / "machine-1" / "checkpoint.pt"
+        writer.parent.mkdir(parents=True)
+        writer.write_bytes(b"current")
+        if other_copy is not None:
+            other.parent.mkdir()
+            other.write_bytes(other_copy)
+    mp.spawn(_share_worker, args=(free_port(), [str(tmp_path / name) for name in cases]), nprocs=2, join=True)
+    for name in cases:
+        for machine in ("machine-0", "machine-1"):
+            assert (tmp_path / name / machine / "checkpoint.pt").read_bytes() == b"current", (name, machine)
     assert not list(tmp_path.rglob("*.tmp"))
 
 

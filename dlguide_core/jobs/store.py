@@ -56,15 +56,13 @@ class JobStore(MetricTables):
         """A new queued job; with `claim_pid`, created running in that process (a foreground run:
         one transaction, so no dispatcher can claim it in between)."""
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"  # ids made in one second stay apart
-        now = time.time()
-        running = claim_pid is not None
         with self._tx() as db:
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner, executor, name, "
-                       "tags, pid, pid_started, slot, started, attempts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (job_id, recipe, framework, json.dumps(config), "running" if running else "queued", now,
-                        owner, executor, name, json.dumps(list(tags)), claim_pid,
-                        liveness.process_start(claim_pid) if running else None, 0 if running else None,
-                        now if running else None, 1 if running else 0))
+                       "tags) VALUES (?,?,?,?,?,?,?,?,?,?)", (job_id, recipe, framework, json.dumps(config),
+                                                             "queued", time.time(), owner, executor, name,
+                                                             json.dumps(list(tags))))
+            if claim_pid is not None:
+                self._claim_in(db, job_id, claim_pid)
         job_dir(job_id).mkdir(parents=True, exist_ok=True)
         return self.get(job_id, refresh=False)
 
@@ -133,11 +131,7 @@ class JobStore(MetricTables):
     def claim(self, job_id: str, pid: int) -> Job:
         """Foreground runs: queued -> running in this process, outside the queue limit."""
         with self._tx() as db:
-            done = db.execute("UPDATE jobs SET status = 'running', slot = 0, started = ?, error = NULL, "
-                              "attempts = attempts + 1 WHERE id = ? AND status = 'queued'", (time.time(), job_id))
-            if done.rowcount != 1:
-                raise JobError(f"job {job_id} is not queued")
-        self.set_pid(job_id, pid)
+            self._claim_in(db, job_id, pid)
         return self.get(job_id, refresh=False)
 
     def set_pid(self, job_id: str, pid: int) -> None:
@@ -198,16 +192,28 @@ class JobStore(MetricTables):
         with self._tx() as db:
             db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*columns.values(), job_id))
 
-    def prepare_resume(self, job_id: str) -> Job:
-        """Back to queued. Metrics past the checkpoint stay until the resumed run starts and trims
-        them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
+    def prepare_resume(self, job_id: str, *, claim_pid: int | None = None) -> Job:
+        """Back to queued (with `claim_pid`: straight to running in that process, in the same
+        transaction, as `create` does). Metrics past the checkpoint stay until the resumed run starts
+        and trims them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
         job = self.get(job_id)
         if job.status not in RESUMABLE:
             raise JobError(f"job {job_id} is {job.status}; only {', '.join(RESUMABLE)} jobs can be resumed")
         with self._tx() as db:
             db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL "
                        "WHERE id = ?", (job_id,))
+            if claim_pid is not None:
+                self._claim_in(db, job_id, claim_pid)
         return self.get(job_id, refresh=False)
+
+    @staticmethod
+    def _claim_in(db: Any, job_id: str, pid: int) -> None:
+        """queued -> running in process `pid` (slot 0, outside the queue's limit), inside transaction `db`."""
+        done = db.execute("UPDATE jobs SET status = 'running', slot = 0, started = ?, error = NULL, pid = ?, "
+                          "pid_started = ?, attempts = attempts + 1 WHERE id = ? AND status = 'queued'",
+                          (time.time(), pid, liveness.process_start(pid), job_id))
+        if done.rowcount != 1:
+            raise JobError(f"job {job_id} is not queued")
 
     def delete(self, job_id: str) -> None:
         """Forget a finished job and remove its folder (checkpoint and log included)."""

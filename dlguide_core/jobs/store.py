@@ -108,6 +108,8 @@ class JobStore(MetricTables):
         does not fit yet waits and nothing overtakes it; a job bigger than the machine still
         runs alone (torchrun then says what is missing). `max_running` may be a function, asked only
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
+        if self.read_only:
+            return None  # a read-only store is only read: nothing starts from it
         with self._tx() as db:
             self._backend.lock_claims(db)
             running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()

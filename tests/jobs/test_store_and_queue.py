@@ -26,7 +26,6 @@ from dlguide_core.vision.models import job_checkpoints
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL, wait_for
 
-
 pytestmark = pytest.mark.usefixtures("store_url")  # on SQLite and on PostgreSQL (tests.conftest.store_url)
 
 

@@ -59,7 +59,8 @@ class Sqlite:
         except sqlite3.DatabaseError as exc:
             raise store_errors.from_sqlite(exc, self.path, "open") from None
 
-    def translate(self, sql: str) -> str:
+    @staticmethod
+    def translate(sql: str) -> str:
         return sql
 
     @contextmanager
@@ -171,7 +172,9 @@ class Postgres:
         return StoreError(f"the job store at {self.url.masked} is unreachable ({detail}); "
                           "start the server or fix DLGUIDE_STORE_URL")
 
-    def translate(self, sql: str) -> str:
+    @staticmethod
+    def translate(sql: str) -> str:
+        """DDL in PostgreSQL's words."""
         for pattern, word in _DDL:
             sql = pattern.sub(word, sql)
         return sql

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from dlguide_core.errors import StoreError
 from dlguide_core.jobs.store_url import StoreUrl, mask
@@ -46,10 +47,8 @@ class Sqlite:
         if not exists:
             store_errors.check_folder(self.path.parent)
         self.read_only = exists and not store_errors.writable(self.path)
-        target = f"file:{self.path}?mode=ro" if self.read_only else str(self.path)
         try:
-            conn = sqlite3.connect(target, uri=self.read_only, timeout=30.0, check_same_thread=False,
-                                   isolation_level=None)
+            conn = self._connect()
             conn.row_factory = sqlite3.Row
             if not self.read_only:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -58,6 +57,21 @@ class Sqlite:
             return conn
         except sqlite3.DatabaseError as exc:
             raise store_errors.from_sqlite(exc, self.path, "open") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        def connect(target: str) -> sqlite3.Connection:
+            return sqlite3.connect(target, uri=True, timeout=30.0, check_same_thread=False, isolation_level=None)
+
+        if not self.read_only:
+            return connect(str(self.path))
+        try:
+            conn = connect(f"file:{quote(str(self.path))}?mode=ro")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # A WAL store closed cleanly has no -shm file, and a read-only folder cannot get one:
+            # nobody can write there either, so the file is read as immutable.
+            return connect(f"file:{quote(str(self.path))}?mode=ro&immutable=1")
 
     @staticmethod
     def translate(sql: str) -> str:

@@ -20,7 +20,7 @@ from dlguide_core.jobs.catalog import get_recipe, is_training
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import Job, JobStore, open_store
-from dlguide_core.jobs.store_sink import StoreSink
+from dlguide_core.jobs.store_sink import StoreSink, retry_while_away
 from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.sinks import ConsoleSink, TeeSink, TrainingSink
 
@@ -53,7 +53,7 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
         if tensorboard:
             tensorboard.close()
         sink.close()
-        store.finish(job_id, status, error)
+        retry_while_away(lambda: store.finish(job_id, status, error))  # a store briefly away keeps the ending
     if error:
         print(f"job {job_id} {status}: {error}", file=sys.stderr, flush=True)
     return status

@@ -26,6 +26,18 @@ MAX_PENDING_STEPS = 100_000  # about 3 hours of steps at 10 steps/s; ~20 MB of r
 CLOSE_RETRY_S = 60.0  # how long a finishing job keeps retrying a store that is away
 
 
+def retry_while_away(action: Callable[[], Any], seconds: float = CLOSE_RETRY_S) -> Any:
+    """`action()`, retried every second while the store is away, for up to `seconds` (then its error)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return action()
+        except StoreError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
+
+
 class StoreSink(NullSink):
     """Streams a running job's metrics into the store without slowing the loop.
 

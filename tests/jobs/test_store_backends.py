@@ -125,3 +125,11 @@ def test_a_postgresql_outage_mid_run_loses_no_step_and_readers_recover(postgres_
     assert errors == [] and stepped == list(range(1, 401))
     assert reader.steps(job.id)["step"] == list(range(1, 401))  # the same reader object, reconnected
     assert reader.get(job.id, refresh=False).checkpoint_step == 400
+
+
+def test_psycopg_is_imported_only_for_a_postgresql_url(store_url: str) -> None:
+    probe = ("import runpy, sys; sys.argv = ['dlguide_core', 'jobs', 'list']\n"
+             "try:\n    runpy.run_module('dlguide_core', run_name='__main__')\n"
+             "except SystemExit:\n    pass\nprint('psycopg' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stderr.strip().splitlines()[-1] == str(store_url.startswith("postgresql"))

@@ -101,7 +101,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
 READER = """
 import sys, time
 from dlguide_core.jobs.store import JobStore
-store, job_id, count = JobStore(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store, job_id, count = JobStore(), sys.argv[1], int(sys.argv[2])  # the store of DLGUIDE_STORE_URL / _HOME
 seen, lags = 0, []
 print("ready", flush=True)
 while seen < count:
@@ -113,11 +113,16 @@ print(" ".join(f"{x:.4f}" for x in lags))
 """
 
 
+def _reader_env(store: JobStore) -> dict[str, str]:
+    """The reader's store through its environment (a PostgreSQL password never goes in argv)."""
+    return {**os.environ, "DLGUIDE_STORE_URL": store.url.raw}
+
+
 def readable_latency(steps: int, step_s: float) -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(store.path), job.id, str(steps)],
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    reader = subprocess.Popen([sys.executable, "-c", READER, job.id, str(steps)],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env=_reader_env(store))
     assert reader.stdout.readline().strip() == "ready"
     sink = StoreSink(store.url, job.id)
     for step in range(1, steps + 1):

@@ -64,10 +64,14 @@ def test_a_foreground_job_is_created_running_and_no_dispatcher_steals_it(store_u
     cfg = get_recipe("cifar_net").make_config(data=str(tmp_path), device="cpu")
     procs = _dispatchers(1, 3.0)
     mine = [queue.submit(store, "cifar_net", cfg, start=False, claim_pid=os.getpid()) for _ in range(20)]
+    for job in mine[:10]:  # `jobs resume ID` in the foreground: back to running in one transaction too
+        store.finish(job.id, "cancelled")
+        store.prepare_resume(job.id, claim_pid=os.getpid())
     stolen = _claimed(procs)[0]
     assert stolen == []
     assert {store.get(j.id, refresh=False).pid for j in mine} == {os.getpid()}
     assert all(j.status == "running" and j.attempts == 1 for j in mine)
+    assert [store.get(j.id, refresh=False).attempts for j in mine] == [2] * 10 + [1] * 10
 
 
 def test_the_password_never_shows_in_errors_or_info(postgres_server, monkeypatch) -> None:
@@ -133,3 +137,25 @@ def test_psycopg_is_imported_only_for_a_postgresql_url(store_url: str) -> None:
              "except SystemExit:\n    pass\nprint('psycopg' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.stderr.strip().splitlines()[-1] == str(store_url.startswith("postgresql"))
+
+
+@pytest.mark.slow
+def test_the_train_page_shows_an_outage_in_one_line_and_recovers_without_restart(postgres_server, monkeypatch) -> None:
+    from tests.support.apptest import open_app
+
+    url = postgres_server.create_database()
+    monkeypatch.setenv("DLGUIDE_STORE_URL", url)
+    job = JobStore().create("cifar_net", "pytorch", {})
+    at = open_app("pages/train.py")
+    assert not at.exception and list(at.dataframe[0].value["job"]) == [job.id]
+    postgres_server.stop_server()
+    try:
+        at.run()
+        assert not at.exception, at.exception
+        shown = [e.value for e in at.error]
+        assert any("unreachable" in e and "dlguide_test:***@127.0.0.1" in e for e in shown), shown
+        assert not any(postgres_server.password in e for e in shown)
+    finally:
+        postgres_server.start_server()
+    at.run()
+    assert not at.exception and not at.error and list(at.dataframe[0].value["job"]) == [job.id]

@@ -6,9 +6,9 @@ Starts a throwaway PostgreSQL server (tests/support/postgres.py: needs root and 
 and measures on each backend:
 1. streaming overhead per training step (bench_training.streaming_overhead: a real cifar_net loop);
 2. end of a step to readable by another process, p50/p95 (bench_training.readable_latency);
-3. the Train page's store reads at 100,000 steps: the first full read, and a refresh (the cache
-   check `has_step` plus the new rows, `steps(after=...)`), medians of 20;
-4. `jobs list --json` start-up in a fresh process: wall time and peak RSS (bench_cli_startup.measure).
+3. the Train page at 100,000 steps: the first full read, and a refresh (the cache check `has_step`
+   plus the new rows, `steps(after=...)`, then the figures), medians of 20;
+4. the CLI's light commands' start-up and peak RSS (bench/bench_cli_startup.py, in a fresh process).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,8 +28,11 @@ sys.path.insert(0, str(ROOT))
 from tests.support.postgres import PostgresServer, unavailable_reason  # noqa: E402
 
 
-def store_reads(steps: int, rounds: int = 20) -> tuple[float, float]:
-    """(full read s, refresh read s), medians: what the Train page asks of the store."""
+def page_reads(steps: int, rounds: int = 20) -> dict[str, float]:
+    """What the Train page asks of the store at `steps` steps, medians in seconds: the first full
+    read, a refresh's reads (the cache check `has_step` plus the new rows, `steps(after=...)`), and
+    the whole refresh (those reads plus the page's figures, bench_training_view.figures)."""
+    from bench.bench_training_view import figures
     from dlguide_core.jobs.store import JobStore
 
     store = JobStore()
@@ -37,24 +41,31 @@ def store_reads(steps: int, rounds: int = 20) -> tuple[float, float]:
     for first in range(1, steps + 1, 10_000):
         store.add_steps([(job.id, s, s // 1000, 2.0 / s, 0.1, 50.0, now + s * 0.01, None)
                          for s in range(first, min(first + 10_000, steps + 1))])
-    full, refresh = [], []
+    store.finish(job.id, "succeeded")
+    full, reads, refresh = [], [], []
+    cols = store.steps(job.id)
     for _ in range(rounds):
         start = time.perf_counter()
-        cols = store.steps(job.id)
+        store.steps(job.id)
         full.append(time.perf_counter() - start)
         start = time.perf_counter()
         assert store.has_step(job.id, cols["step"][-6], cols["time"][-6])
         store.steps(job.id, after=steps - 5)
+        reads.append(time.perf_counter() - start)
+        figures(cols)
         refresh.append(time.perf_counter() - start)
     store.close()
-    return statistics.median(full), statistics.median(refresh)
+    return {k: statistics.median(v) for k, v in (("full", full), ("reads", reads), ("refresh", refresh))}
 
 
-def jobs_list_startup(home: Path, repeat: int = 5) -> tuple[float, float]:
-    from bench.bench_cli_startup import measure
-
-    runs = [measure(ROOT, ["jobs", "list", "--json"], home) for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+def cli_startup(url: str | None) -> str:
+    """bench_cli_startup.py's table (--help, jobs list/show/export) over this backend, run in a fresh
+    process: a child forked from this one (torch loaded) would report this process's memory as its peak."""
+    env = {k: v for k, v in os.environ.items() if k != "DLGUIDE_STORE_URL"}
+    env.update({"DLGUIDE_STORE_URL": url} if url else {})
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_cli_startup.py"), "--repeat", "5"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, check=True)
+    return done.stdout[done.stdout.index("| command"):]
 
 
 def main() -> None:
@@ -79,13 +90,15 @@ def main() -> None:
             print(f"--- {name}")
             streaming_overhead(data, 2 if args.quick else 6)
             readable_latency(100 if args.quick else 300, 0.02)
-            reads[name] = store_reads(100_000)
-            print(f"store reads at 100,000 steps: full {reads[name][0] * 1e3:.0f} ms, refresh "
-                  f"{reads[name][1] * 1e3:.1f} ms")
-            wall, rss = jobs_list_startup(home)
-            print(f"`jobs list --json` start-up: {wall:.3f} s, {rss:.0f} MB peak RSS")
-        (sf, sr), (pf, pr) = reads["sqlite"], reads["postgresql"]
-        print(f"PostgreSQL / SQLite: full read {pf / sf:.2f}x, refresh {pr / sr:.2f}x")
+            reads[name] = page_reads(100_000)
+            print(f"Train page at 100,000 steps: first read {reads[name]['full'] * 1e3:.0f} ms; refresh "
+                  f"{reads[name]['refresh'] * 1e3:.0f} ms, of which store reads {reads[name]['reads'] * 1e3:.1f} ms")
+            if url:
+                server.psql("DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION dlguide_test",
+                            db=url.rsplit("/", 1)[1])  # a store with only the start-up bench's job
+            print(cli_startup(url))
+        sqlite, postgres = reads["sqlite"], reads["postgresql"]
+        print("PostgreSQL / SQLite: " + ", ".join(f"{k} {postgres[k] / sqlite[k]:.2f}x" for k in sqlite))
     finally:
         server.close()
 

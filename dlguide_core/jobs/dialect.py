@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from dlguide_core.errors import StoreError
+from dlguide_core.jobs import store_errors
 from dlguide_core.jobs.store_url import StoreUrl, mask
 
 CLAIM_LOCK = 0x646C6775  # PostgreSQL advisory lock id of the queue's claims ("dlgu")
@@ -41,8 +42,6 @@ class Sqlite:
         self.conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        from dlguide_core.jobs import store_errors
-
         exists = self.path.is_file()
         if not exists:
             store_errors.check_folder(self.path.parent)
@@ -79,8 +78,6 @@ class Sqlite:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        from dlguide_core.jobs import store_errors
-
         if self.read_only:
             raise store_errors.read_only(self.path)
         try:
@@ -97,8 +94,6 @@ class Sqlite:
             raise store_errors.from_sqlite(exc, self.path, "write") from None
 
     def rows(self, sql: str, args: tuple = ()) -> list:
-        from dlguide_core.jobs import store_errors
-
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -112,23 +107,20 @@ class Sqlite:
 
 
 class Row(tuple):
-    """A PostgreSQL row read like sqlite3.Row: by position, by column name, and `dict(row)`."""
+    """A PostgreSQL row read like sqlite3.Row: by position, by column name, and `dict(row)`.
+    One subclass per result (`_index` on the class), so making a row costs no more than a tuple."""
 
-    def __new__(cls, values: Sequence[Any], index: dict[str, int]) -> Row:
-        row = super().__new__(cls, values)
-        row._index = index
-        return row
+    _index: dict[str, int] = {}
 
     def __getitem__(self, key: Any) -> Any:
-        return super().__getitem__(self._index[key] if isinstance(key, str) else key)
+        return tuple.__getitem__(self, self._index[key] if type(key) is str else key)
 
     def keys(self) -> list[str]:
         return list(self._index)
 
 
 def _row_factory(cursor: Any) -> Any:
-    index = {c.name: i for i, c in enumerate(cursor.description or ())}
-    return lambda values: Row(values, index)
+    return type("Row", (Row,), {"_index": {c.name: i for i, c in enumerate(cursor.description or ())}})
 
 
 class _PgTx:
@@ -157,7 +149,7 @@ class Postgres:
     """One psycopg connection (autocommit; explicit transactions), re-established after an outage."""
 
     name = "postgresql"
-    TABLES_SQL = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    TABLES_SQL = "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()"
     read_only = False
 
     def __init__(self, url: StoreUrl) -> None:
@@ -203,14 +195,16 @@ class Postgres:
             raise self.unavailable(exc) from None
 
     def rows(self, sql: str, args: tuple = ()) -> list:
-        for attempt in (1, 2):  # a connection the server dropped is re-made once, at once
-            conn = self._connection()
-            try:
-                return conn.execute(_placeholders(sql), args or None).fetchall()
-            except self._errors as exc:
-                if attempt == 2 or not conn.broken:
-                    raise self.unavailable(exc) from None
-        raise AssertionError("unreachable")
+        conn = self._connection()
+        try:
+            return conn.execute(_placeholders(sql), args or None, binary=True).fetchall()
+        except self._errors as exc:
+            if not conn.broken:
+                raise self.unavailable(exc) from None
+        try:  # the server dropped the connection (a restart): one new connection, at once
+            return self._connection().execute(_placeholders(sql), args or None, binary=True).fetchall()
+        except self._errors as exc:
+            raise self.unavailable(exc) from None
 
     def lock_claims(self, db: _PgTx) -> None:
         """Claims take turns (until commit), so two dispatchers never count the same free devices."""

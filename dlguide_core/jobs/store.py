@@ -137,9 +137,7 @@ class JobStore(MetricTables):
         return self.get(job_id, refresh=False)
 
     def set_pid(self, job_id: str, pid: int) -> None:
-        started = liveness.process_start(pid)
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET pid = ?, pid_started = ? WHERE id = ?", (pid, started, job_id))
+        self._update(job_id, pid=pid, pid_started=liveness.process_start(pid))
 
     def finish(self, job_id: str, status: str, error: str | None = None) -> None:
         if status not in STATUSES or status in ACTIVE:
@@ -163,14 +161,10 @@ class JobStore(MetricTables):
         return bool(rows and rows[0][0])
 
     def set_plan(self, job_id: str, total_steps: int | None, epochs: int, class_names: tuple[str, ...]) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET total_steps = ?, epochs = ?, class_names = ? WHERE id = ?",
-                       (total_steps, epochs, json.dumps(list(class_names)), job_id))
+        self._update(job_id, total_steps=total_steps, epochs=epochs, class_names=json.dumps(list(class_names)))
 
     def set_checkpoint(self, job_id: str, path: Path, step: int | None, epoch: int | None) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET checkpoint = ?, checkpoint_step = ?, checkpoint_epoch = ? WHERE id = ?",
-                       (str(path), step, epoch, job_id))
+        self._update(job_id, checkpoint=str(path), checkpoint_step=step, checkpoint_epoch=epoch)
 
     def set_external(self, job_id: str, executor: str, external_id: str) -> None:
         """The scheduler running the job and the job's id there."""

@@ -197,10 +197,13 @@ def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishe
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # slow: test_store_backends kills writers on both
 def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: Path) -> None:
     store = JobStore()
     job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))  # toy epochs take ~0.1 s: room to kill
     running = wait_for(lambda: (j := store.get(job.id)).status == "running" and j.checkpoint_step and j)
+    argv = Path(f"/proc/{running.pid}/cmdline").read_bytes().decode()
+    assert store.url.password is None or store.url.password not in argv  # the URL goes by environment only
     os.kill(running.pid, signal.SIGKILL)
     killed_at = time.time()
     dead = wait_for(lambda: (j := store.get(job.id)).status == "interrupted" and j, timeout=60)

@@ -21,39 +21,47 @@ from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
 
 DISPATCHER = """
-import json, sys, time
+import json, pathlib, sys, time
 from dlguide_core.jobs.store import JobStore
-store, claimed, until = JobStore(), [], time.time() + float(sys.argv[1])
+store, claimed, done, until = JobStore(), [], pathlib.Path(sys.argv[1]), time.time() + 300
 print("ready", flush=True)
 while time.time() < until:
+    finished = done.exists()  # read before the claim: a job queued before `done` is claimed below
     job = store.claim_next(1000)
     if job is not None:
         claimed.append(job.id)
+    elif finished:
+        break
+    else:
+        time.sleep(0.001)
 print(json.dumps(claimed), flush=True)
 """
 
 
-def _dispatchers(count: int, seconds: float) -> list[subprocess.Popen]:
-    procs = [subprocess.Popen([sys.executable, "-c", DISPATCHER, str(seconds)], cwd=ROOT, stdout=subprocess.PIPE,
-                              text=True) for _ in range(count)]
-    for proc in procs:
-        assert proc.stdout.readline().strip() == "ready"
-    return procs
+class Dispatchers:
+    """Processes claiming in a loop until `stop()`, then until the queue is empty; `stop()` says what each took."""
+
+    def __init__(self, count: int, tmp_path) -> None:
+        self.done = tmp_path / "done"
+        self.procs = [subprocess.Popen([sys.executable, "-c", DISPATCHER, str(self.done)], cwd=ROOT,
+                                       stdout=subprocess.PIPE, text=True) for _ in range(count)]
+        for proc in self.procs:
+            assert proc.stdout.readline().strip() == "ready"
+
+    def stop(self) -> list[list[str]]:
+        self.done.touch()
+        return [json.loads(proc.communicate(timeout=120)[0]) for proc in self.procs]
 
 
-def _claimed(procs: list[subprocess.Popen]) -> list[list[str]]:
-    return [json.loads(proc.communicate(timeout=120)[0]) for proc in procs]
-
-
-def test_two_dispatchers_never_claim_the_same_job(store_url: str) -> None:
+def test_two_dispatchers_never_claim_the_same_job(store_url: str, tmp_path) -> None:
     store = JobStore()
-    procs = _dispatchers(2, 4.0)
+    dispatchers = Dispatchers(2, tmp_path)
     ids = []
     for _ in range(40):  # jobs queued while both dispatchers claim in a loop
         ids.append(store.create("cifar_net", "pytorch", {}).id)
         time.sleep(0.02)
-    first, second = _claimed(procs)
-    assert not set(first) & set(second)
+    first, second = dispatchers.stop()
+    assert first and second and not set(first) & set(second)
     assert sorted(first + second) == sorted(ids)
     assert all(store.get(i, refresh=False).attempts == 1 for i in ids)
 
@@ -62,16 +70,41 @@ def test_a_foreground_job_is_created_running_and_no_dispatcher_steals_it(store_u
     """`train` without --detach (issue 18.7): the job is created running in its process, in one transaction."""
     store = JobStore()
     cfg = get_recipe("cifar_net").make_config(data=str(tmp_path), device="cpu")
-    procs = _dispatchers(1, 3.0)
+    dispatchers = Dispatchers(1, tmp_path)
     mine = [queue.submit(store, "cifar_net", cfg, start=False, claim_pid=os.getpid()) for _ in range(20)]
     for job in mine[:10]:  # `jobs resume ID` in the foreground: back to running in one transaction too
         store.finish(job.id, "cancelled")
         store.prepare_resume(job.id, claim_pid=os.getpid())
-    stolen = _claimed(procs)[0]
-    assert stolen == []
+    assert dispatchers.stop() == [[]]
     assert {store.get(j.id, refresh=False).pid for j in mine} == {os.getpid()}
     assert all(j.status == "running" and j.attempts == 1 for j in mine)
     assert [store.get(j.id, refresh=False).attempts for j in mine] == [2] * 10 + [1] * 10
+
+
+WRITER = """
+import sys
+from dlguide_core.jobs.store import JobStore
+from dlguide_core.jobs.store_sink import StoreSink
+sink = StoreSink(None, sys.argv[1], flush_s=0.05)
+for step in range(1, 1_000_000):
+    sink.on_step(step, 0, 1.0, 0.1, 10.0)
+    if step % 7 == 0:
+        sink.flush()  # the loop's flush(): every step so far is committed when it returns
+        print(step, flush=True)
+"""
+
+
+def test_kill_9_of_a_writer_loses_no_acknowledged_step(store_url: str) -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, job.id], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    acked = 0
+    while acked < 200:
+        acked = int(writer.stdout.readline())
+    writer.kill()
+    writer.wait(timeout=30)
+    stored = store.steps(job.id)["step"]
+    assert stored[:acked] == list(range(1, acked + 1))  # every acknowledged step, in order, no gap
 
 
 def test_the_password_never_shows_in_errors_or_info(postgres_server, monkeypatch) -> None:

@@ -71,7 +71,7 @@ class JobStore(MetricTables):
             self.refresh()
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
-            raise JobError(f"no job {job_id!r} in {self.path}")
+            raise JobError(f"no job {job_id!r} in {self.url.masked}")
         return row_to_job(rows[0])
 
     def list_jobs(self, refresh: bool = True) -> list[Job]:

@@ -101,7 +101,10 @@ class StoreSink(NullSink):
         """Commit every pending step, then the queued writes; False (kept for a retry) while the store is away.
 
         One lock over pop + commit: when the loop's flush() returns, rows the writer thread had
-        already taken are committed too, not still in flight."""
+        already taken are committed too, not still in flight. While the store is away, the training
+        loop's calls (no `store`) return at once: the writer thread retries, the loop never waits."""
+        if store is None and self._outage is not None:
+            return False
         store = store or self.store
         with self._flush_lock:
             while self._pending:
@@ -135,7 +138,7 @@ class StoreSink(NullSink):
         self._closing.set()
         self._writer.join(timeout=30)
         deadline = time.monotonic() + CLOSE_RETRY_S
-        while not self.flush_now() and time.monotonic() < deadline:
+        while not self.flush_now(self.store) and time.monotonic() < deadline:
             time.sleep(1.0)
         if self._unsaved or self._writes:
             print(f"store: gave up after {CLOSE_RETRY_S:.0f} s; {len(self._unsaved)} steps and "

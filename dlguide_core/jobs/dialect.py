@@ -23,11 +23,11 @@ CLAIM_LOCK = 0x646C6775  # PostgreSQL advisory lock id of the queue's claims ("d
 CONNECT_TIMEOUT_S = 5
 
 
-def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
-    """INSERT that replaces the row with the same `key` (both backends)."""
+def upsert(table: str, columns: Sequence[str], key: Sequence[str], *, replace: bool = True) -> str:
+    """INSERT that replaces the row with the same `key` (or, without `replace`, keeps it); both backends."""
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
     return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}")
+            f"ON CONFLICT ({', '.join(key)}) " + (f"DO UPDATE SET {updates}" if replace else "DO NOTHING"))
 
 
 class Sqlite:

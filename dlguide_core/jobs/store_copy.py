@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlguide_core.errors import StoreError
+from dlguide_core.jobs.dialect import upsert
 from dlguide_core.jobs.store import JobStore
 
 _METRICS = (("steps", "step"), ("epochs", "epoch"))
@@ -21,11 +22,6 @@ class CopyReport:
     steps: int  # step rows added
     epochs: int  # epoch rows added
     total_jobs: int  # jobs in the source, all now in the target
-
-
-def _insert(table: str, columns: list[str], conflict: str) -> str:
-    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-            f"ON CONFLICT ({conflict}) DO NOTHING")
 
 
 def _count(store: JobStore, table: str, job_id: str) -> int:
@@ -40,13 +36,13 @@ def copy_store(source: JobStore, target: JobStore) -> CopyReport:
         before = {t: _count(target, t, job_id) for t, _ in _METRICS}
         with target._tx() as db:
             columns = list(row.keys())
-            done = db.execute(_insert("jobs", columns, "id"), tuple(row[c] for c in columns))
+            done = db.execute(upsert("jobs", columns, ("id",), replace=False), tuple(row[c] for c in columns))
             added["jobs"] += max(done.rowcount, 0)
             for table, key in _METRICS:
                 metrics = source._rows(f"SELECT * FROM {table} WHERE job_id = ? ORDER BY {key}", (job_id,))
                 if metrics:
                     names = list(metrics[0].keys())
-                    db.executemany(_insert(table, names, f"job_id, {key}"), [tuple(m) for m in metrics])
+                    db.executemany(upsert(table, names, ("job_id", key), replace=False), [tuple(m) for m in metrics])
         for table, _ in _METRICS:
             have, want = _count(target, table, job_id), _count(source, table, job_id)
             if have < want:

@@ -151,3 +151,19 @@ def test_the_train_page_shows_the_store_problem_in_one_line(isolated_home: Path)
     at = open_app("pages/train.py")
     assert not at.exception, at.exception
     assert any("not a readable job store" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_the_booth_goes_on_without_its_ticker_when_the_store_is_unusable(isolated_home: Path, monkeypatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support.paths import ROOT
+
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "jobs.db").write_bytes(b"\x00garbage" * 512)
+    monkeypatch.setenv("DLGUIDE_KIOSK", "1")
+    monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "torch")
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "No training job is running right now." in [c.value for c in at.caption]
+    assert at.title[0].value == "What does the AI see?"  # the booth itself is there

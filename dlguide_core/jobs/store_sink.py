@@ -50,9 +50,10 @@ class StoreSink(NullSink):
                  max_pending: int = MAX_PENDING_STEPS) -> None:
         self.job_id, self.flush_s, self.max_pending = job_id, flush_s, max_pending
         self.store = open_store(url)  # this thread's connection (epochs, checkpoints)
-        self._pending: deque[tuple] = deque()
-        self._unsaved: list[tuple] = []  # steps taken off _pending whose commit failed
-        self._writes: deque[Callable[[JobStore], None]] = deque()  # plan, epochs, checkpoints, in order
+        self._pending: deque[tuple] = deque()  # steps from on_step, not yet taken by a flush
+        # What is still to write, in the order it happened: lists of step rows, and the other
+        # writes (trim, plan, epochs, checkpoints) as calls; kept while the store is away.
+        self._queue: deque[list[tuple] | Callable[[JobStore], None]] = deque()
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._closing = threading.Event()
@@ -94,30 +95,51 @@ class StoreSink(NullSink):
 
     def _write(self, action: Callable[[JobStore], None]) -> None:
         """After every step reported so far, in order (queued while the store is away)."""
-        self._writes.append(action)
+        with self._flush_lock:
+            self._take_pending()
+            self._queue.append(action)
         self.flush_now()
 
-    def flush_now(self, store: JobStore | None = None) -> bool:
-        """Commit every pending step, then the queued writes; False (kept for a retry) while the store is away.
+    def _take_pending(self) -> None:
+        """Move the reported steps into the queue (under the flush lock), keeping at most max_pending."""
+        rows = []
+        while self._pending:
+            rows.append(self._pending.popleft())
+        if rows and self._queue and isinstance(self._queue[-1], list):
+            self._queue[-1].extend(rows)
+        elif rows:
+            self._queue.append(rows)
+        excess = self._unsaved_steps() - self.max_pending
+        for item in self._queue:  # the bound: the oldest steps go first
+            if excess <= 0:
+                break
+            if isinstance(item, list):
+                cut = min(excess, len(item))
+                del item[:cut]
+                self.dropped, excess = self.dropped + cut, excess - cut
 
-        One lock over pop + commit: when the loop's flush() returns, rows the writer thread had
+    def _unsaved_steps(self) -> int:
+        return sum(len(item) for item in self._queue if isinstance(item, list))
+
+    def flush_now(self, store: JobStore | None = None) -> bool:
+        """Write everything queued, in order; False (all kept for a retry) while the store is away.
+
+        One lock over take + commit: when the loop's flush() returns, rows the writer thread had
         already taken are committed too, not still in flight. While the store is away, the training
         loop's calls (no `store`) return at once: the writer thread retries, the loop never waits."""
         if store is None and self._outage is not None:
             return False
         store = store or self.store
         with self._flush_lock:
-            while self._pending:
-                self._unsaved.append(self._pending.popleft())
-            if len(self._unsaved) > self.max_pending:  # the bound: the oldest go first
-                self.dropped += len(self._unsaved) - self.max_pending
-                del self._unsaved[:len(self._unsaved) - self.max_pending]
+            self._take_pending()
             try:
-                store.add_steps(self._unsaved)
-                self._unsaved = []
-                while self._writes:
-                    self._writes[0](store)
-                    self._writes.popleft()
+                while self._queue:
+                    item = self._queue[0]
+                    if isinstance(item, list):
+                        store.add_steps(item)
+                    else:
+                        item(store)
+                    self._queue.popleft()
             except StoreError as exc:
                 self._report_outage(str(exc))
                 return False
@@ -140,9 +162,10 @@ class StoreSink(NullSink):
         deadline = time.monotonic() + CLOSE_RETRY_S
         while not self.flush_now(self.store) and time.monotonic() < deadline:
             time.sleep(1.0)
-        if self._unsaved or self._writes:
-            print(f"store: gave up after {CLOSE_RETRY_S:.0f} s; {len(self._unsaved)} steps and "
-                  f"{len(self._writes)} records of job {self.job_id} were not written", file=sys.stderr, flush=True)
+        if self._queue:
+            others = sum(1 for item in self._queue if not isinstance(item, list))
+            print(f"store: gave up after {CLOSE_RETRY_S:.0f} s; {self._unsaved_steps()} steps and {others} "
+                  f"other records of job {self.job_id} were not written", file=sys.stderr, flush=True)
         self.store.close()
 
     def _write_loop(self, url: StoreUrl) -> None:

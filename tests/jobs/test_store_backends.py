@@ -149,6 +149,8 @@ def test_a_postgresql_outage_mid_run_loses_no_step_and_readers_recover(postgres_
     wait_for(lambda: (reader.last_step(job.id) or {}).get("step") == 100, timeout=30)
     postgres_server.stop_server()
     try:
+        # a resumed run starting at step 100 while the store is away: its trim must stay before its new steps
+        sink.on_start(total_steps=400, epochs=4, class_names=("a", "b"), start_step=100, start_epoch=1)
         loop = threading.Thread(target=train, args=(300,))
         loop.start()
         with pytest.raises(StoreError, match=r"unreachable") as away:
@@ -162,6 +164,7 @@ def test_a_postgresql_outage_mid_run_loses_no_step_and_readers_recover(postgres_
     assert errors == [] and stepped == list(range(1, 401))
     assert reader.steps(job.id)["step"] == list(range(1, 401))  # the same reader object, reconnected
     assert reader.get(job.id, refresh=False).checkpoint_step == 400
+    assert reader.get(job.id, refresh=False).total_steps == 400
 
 
 def test_psycopg_is_imported_only_for_a_postgresql_url(store_url: str) -> None:

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk dev test lint browser-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps postgres-deps bench clean
 
 install: $(STAMP)
 
@@ -42,7 +42,16 @@ browser-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will skip (install Debian's chromium)"; fi; }
 
-test: install browser-deps lint
+# The job store's PostgreSQL tests start a throwaway server from Debian's binaries (tests/support/postgres.py);
+# no default cluster is created (nothing listens until a test starts its own server).
+postgres-deps:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then mkdir -p /etc/postgresql-common/createcluster.d && \
+	    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/dlguide-no-main.conf && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
+
+test: install browser-deps postgres-deps lint
 	$(PY) -m pytest
 
 bench: install

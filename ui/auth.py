@@ -8,9 +8,16 @@ The served app's secrets are Streamlit's own: .streamlit/secrets.toml, or the fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
+
+if TYPE_CHECKING:
+    from dlguide_core.jobs.job import Job
+    from dlguide_core.jobs.ownership import Actor
+
+T = TypeVar("T")
 
 
 def sign_in_configured() -> bool:
@@ -66,3 +73,22 @@ def network_warning() -> None:
         st.warning(f"This app is served to a network (address `{address or 'every interface'}`) with no "
                    f"sign-in: anyone who reaches it can use every page. Add an `[auth]` section to "
                    f"`.streamlit/secrets.toml` (README: Serving to a team).", icon=":material/lock_open:")
+
+
+def job_actor() -> Actor:
+    """This visitor as jobs.ownership sees them: ownership is enforced while sign-in is on."""
+    from dlguide_core.jobs.ownership import app_actor
+
+    return app_actor(current_user(), sign_in_configured())
+
+
+def act_on_job(job: Job, action: str, do: Callable[[], T]) -> T:
+    """Run `do()` (the cancel, resume or delete of `job`) if this visitor may, then write the audit line;
+    NotJobOwner (a DlguideError: the page's st.error shows its one line) if they may not."""
+    from dlguide_core.jobs.ownership import audit, authorize
+
+    actor = job_actor()
+    authorize(job, actor, action)
+    result = do()
+    audit(job, actor, action)
+    return result

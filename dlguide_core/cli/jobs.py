@@ -13,6 +13,7 @@ from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
+from dlguide_core.jobs.ownership import audit, authorize, cli_actor
 from dlguide_core.jobs.store import Job, JobStore
 from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.diagnostics import training_warnings
@@ -119,13 +120,17 @@ def _print_per_class(per_class: dict[str, float]) -> None:
 
 
 def _cancel(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "cancel")  # the OS user: jobs.ownership
     job = store.request_cancel(args.id)
+    audit(owned, actor, "cancel")
     print(f"job {job.id} {'cancelled' if job.status == 'cancelled' else 'stops at its next step'}")
     return 0
 
 
 def _resume(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "resume")
     job = queue.resume(store, args.id, start=args.detach)
+    audit(owned, actor, "resume")
     if args.detach:
         print(f"job {job.id} {job.status}")
         return 0
@@ -142,6 +147,8 @@ def _export(store: JobStore, args: argparse.Namespace) -> int:
 
 
 def _delete(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "delete")
     store.delete(args.id)
+    audit(owned, actor, "delete")
     print(f"job {args.id} deleted")
     return 0

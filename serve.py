@@ -186,7 +186,7 @@ def warm_app() -> None:
     from dlguide_core.vision.models import available_weights, imagenet_weights_path
     from ui.cache import get_model
 
-    devices.collect()
+    devices.collect(include_tensorflow=False)  # as the sidebar asks (ui.cache.device_report's default)
     default = available_weights()[0]
     if default != "imagenet" or imagenet_weights_path().is_file():
         try:

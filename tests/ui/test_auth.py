@@ -78,3 +78,15 @@ def test_the_devices_page_warns_about_a_network_without_sign_in(address, secrets
     finally:
         config.set_option("server.address", saved)
     assert bool([w for w in at.warning if "with no sign-in" in w.value]) is warned
+
+
+def test_the_booth_needs_no_sign_in(monkeypatch) -> None:
+    """Booth mode with an [auth] section: an anonymous visitor gets the booth, never the sign-in page."""
+    monkeypatch.setenv("DLGUIDE_KIOSK", "1")
+    monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "torch")
+    at = app({"is_logged_in": False})
+    at.default_timeout = 180
+    at.run()
+    assert not at.exception, at.exception
+    assert titles(at) == ["What does the AI see?"]
+    assert not [b for b in at.button if b.label.startswith("Sign in")]

@@ -100,7 +100,8 @@ def _rogue_or_joiner(rank: int, port: int, folder: str) -> None:
 
 
 def test_a_joining_worker_refuses_a_rogue_writer(tmp_path: Path) -> None:
-    mp.spawn(_rogue_or_joiner, args=(free_port(), str(tmp_path)), nprocs=2, join=True)
+    # fork: both processes start with this one's imports (spawn would import torch twice more); CPU and Gloo only
+    mp.start_processes(_rogue_or_joiner, args=(free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork")
     assert json.loads((tmp_path / "joiner.json").read_text()) == {"code": 1}
     assert (tmp_path / "joiner.err").read_text().strip() == (
         "rank 1: refusing the writer rank's instructions: job id '../../escaped' is not one dlguide makes")

@@ -216,4 +216,7 @@ def job_progress(job_id: str, key: str) -> None:
     st.progress(done / total if total else 0.0, text=f"Evaluation job {job_id}: {done}/{total or '?'} images"
                 + speed + (f" · about {row['eta_s']:.0f} s left" if row["eta_s"] is not None else ""))
     if st.button("Cancel evaluation", key=f"{key}_cancel_job"):
-        act_on_job(job, "cancel", lambda: store.request_cancel(job_id))
+        try:
+            act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)
+        except DlguideError as exc:
+            st.error(str(exc), icon=":material/block:")

@@ -79,14 +79,6 @@ def listen_address(options: list[str]) -> tuple[list[str], str]:
     return [*options, "--server.address", address], address
 
 
-def sign_in_configured() -> bool:
-    """Streamlit's secrets (its own search path: .streamlit/secrets.toml, secrets.files) have an [auth]
-    section, which makes app.py ask every visitor to sign in (ui/auth.py reads the same)."""
-    from streamlit.runtime.secrets import secrets_singleton
-
-    return secrets_singleton.load_if_toml_exists() and "auth" in secrets_singleton
-
-
 def guard_hosts(hosts: list[str], address: str) -> None:
     """Put Starlette's TrustedHostMiddleware in front of Streamlit's own middleware: a request whose Host is
     not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included.
@@ -99,6 +91,7 @@ def guard_hosts(hosts: list[str], address: str) -> None:
     from streamlit.web.server.starlette import starlette_app, starlette_server
 
     from dlguide_core.network import is_loopback
+    from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
 
     build = getattr(starlette_app, "create_streamlit_middleware", None)
     factory = getattr(starlette_app, "create_starlette_app", None)

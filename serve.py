@@ -33,6 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 APP = ROOT / "app.py"
+
+
 def command(port: int, *options: str) -> list[str]:
     """The command line `make run` serves with, on `port` (tests and benchmarks start servers with it)."""
     return [sys.executable, str(ROOT / "serve.py"), "--server.port", str(port), *options]
@@ -160,8 +162,9 @@ def warm_booth() -> None:
 def warm_app() -> None:
     """Load what the first visit of the full app needs, in this process, before visitors come: the pages'
     helper modules (torch and torchvision with them), the device probe behind the sidebar's device label
-    (kept by devices.collect for the process) and the default weights, into the cache entry the Classify
-    page reads. Only weights already on disk are loaded: the page offers the ImageNet download itself."""
+    (its first run imports ONNX Runtime and looks for MIGraphX; later runs are instant) and the default weights,
+    into the cache entry the Classify page reads. Only weights already on disk are loaded: the page offers the
+    ImageNet download itself."""
     import importlib
     import logging
     import pkgutil

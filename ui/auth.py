@@ -1,6 +1,8 @@
 """Sign-in (issue 22): when Streamlit's secrets have an [auth] section, every page but the booth asks the visitor
 to sign in with OpenID Connect (st.login; Authlib and httpx do the protocol). app.py routes an anonymous visitor
-to `sign_in_page` only; a signed-in one sees who they are in the sidebar, with a log-out button.
+to `sign_in_page` (and the public booth) only; a signed-in one sees who they are in the sidebar, with a log-out
+button. Job actions go through `act_on_job`: with sign-in on, only a job's owner or an admin may cancel, resume
+or delete it (dlguide_core.jobs.ownership), and each action done leaves an audit line.
 
 The served app's secrets are Streamlit's own: .streamlit/secrets.toml, or the files `secrets.files` names
 (STREAMLIT_SECRETS_FILES). serve.py reads the same to warn when it serves a network with no sign-in.

@@ -4,8 +4,12 @@
 # shows "migraphx": true and MIGraphXExecutionProvider among "onnxruntime_providers").
 #
 #   docker build -t dlguide .
-#   docker run -it --device=/dev/kfd --device=/dev/dri --group-add video --ipc=host \
-#       --shm-size 8G -p 8501:8501 -v dlguide-data:/data dlguide
+#   docker run -it --device=/dev/kfd --device=/dev/dri --group-add video --shm-size 8G \
+#       -e DLGUIDE_ALLOWED_HOSTS=dlguide.lab.example -p 8501:8501 -v dlguide-data:/data dlguide
+# It serves 0.0.0.0 (every interface of the container) and refuses to start without DLGUIDE_ALLOWED_HOSTS, the
+# host names visitors use (README: Serving to a team). --shm-size, not --ipc=host: DataLoader workers hand
+# batches over in /dev/shm (Docker's 64 MB default is too small for Inception batches), and a private /dev/shm
+# of that size does it without sharing the host's IPC namespace with the container.
 FROM rocm/pytorch:rocm6.4.3_ubuntu24.04_py3.12_pytorch_release_2.6.0
 
 WORKDIR /app
@@ -29,9 +33,15 @@ RUN apt-get update \
 COPY . .
 # Fetch the ImageNet weights at build time (checksum-verified) so the container classifies offline.
 RUN python -c "from dlguide_core.vision.models import fetch_imagenet_weights as f; print(f())" \
-    && mkdir -p /data/dlguide /data/datasets
+    && mkdir -p /data/dlguide /data/datasets \
+    && useradd --create-home --uid 10001 --user-group dlguide \
+    && chown -R dlguide:dlguide /data
+# Not root: the app and its job processes run as `dlguide` (the code and weights stay root-owned, read-only;
+# /data is its own). GPU access comes from the run's --device and --group-add flags.
+USER dlguide
 
 EXPOSE 8501
+# The health check names the first allowed host (a wildcard's "*" replaced): any other Host gets 400.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
-    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
+    CMD python -c "import os, urllib.request as u; h = os.environ['DLGUIDE_ALLOWED_HOSTS'].split(',')[0].strip().replace('*', 'health'); u.urlopen(u.Request('http://127.0.0.1:8501/_stcore/health', headers={'Host': h}), timeout=4)"
 CMD ["python", "serve.py", "--server.port=8501", "--server.address=0.0.0.0"]

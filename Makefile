@@ -1,4 +1,5 @@
-# make run   -> create .venv, install, serve the app on $(PORT)
+# make run   -> create .venv, install, serve the app on 127.0.0.1:$(PORT) (DLGUIDE_ADDRESS and
+#               DLGUIDE_ALLOWED_HOSTS serve a network: README, Serving to a team)
 # make test  -> create .venv, install, ruff + the whole pytest suite (browser tests included)
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,8 +18,10 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
 
-# serve.py: `streamlit run app.py` with app.py the only router from the first second (and a warm booth);
-# the served config is .streamlit/config.toml (no file watcher). Tests and bench/ start servers the same way.
+# serve.py: `streamlit run app.py` with app.py the only router from the first second, the app (or booth) warm
+# before the port opens, listening on DLGUIDE_ADDRESS (default 127.0.0.1) and answering only the Host names of
+# DLGUIDE_ALLOWED_HOSTS; the served config is .streamlit/config.toml (no file watcher). Tests and bench/ start
+# servers the same way.
 run: install
 	$(PY) serve.py --server.port $(PORT)
 

@@ -1,28 +1,43 @@
-"""dlguide: every page is routed from here (served by serve.py, which keeps it the only router)."""
+"""dlguide: every page is routed from here (served by serve.py, which keeps it the only router).
+
+Nothing heavy is imported before the navigation is drawn: serve.py has usually loaded torch already, but a
+server started with --no-warm must still show its pages' names at once. With sign-in configured
+(ui/auth.py), an anonymous visitor is routed to the sign-in page and the public booth only.
+"""
 
 import streamlit as st
 
 from dlguide_core import settings
-from ui.cache import device_label
+from ui import auth
 
 st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon=":material/neurology:", layout="wide")
 
+BOOTH = st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk")
 PAGES = [
     st.Page("pages/classify.py", title="Classify", icon=":material/image_search:", url_path="classify", default=True),
     st.Page("pages/devices.py", title="Devices", icon=":material/memory:", url_path="devices"),
     st.Page("pages/train.py", title="Train", icon=":material/model_training:", url_path="train"),
-    st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk"),
+    BOOTH,
     st.Page("pages/compiled.py", title="Compiled inference", icon=":material/bolt:", url_path="compiled"),
 ]
 
 if settings.kiosk_mode():
-    # Booth mode routes the kiosk page alone (an allow-list: pages added later stay hidden too).
-    # st.navigation serves only the pages in its list, so /train or ?page=devices land here.
+    # Booth mode routes the kiosk page alone (an allow-list: pages added later stay hidden too), and needs
+    # no sign-in. st.navigation serves only the pages in its list, so /train or ?page=devices land here.
     PAGES = [st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
     st.navigation(PAGES, position="hidden").run()
     st.stop()
 
+if auth.sign_in_configured() and not auth.signed_in():
+    # Anonymous: the sign-in page, and the booth (public, read-only) for whoever knows its address.
+    sign_in = st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path="signin", default=True)
+    st.navigation([sign_in, BOOTH], position="hidden").run()
+    st.stop()
+
 page = st.navigation(PAGES)
+auth.sidebar_identity()
+from ui.cache import device_label  # noqa: E402 - torch: after the navigation is on screen
+
 with st.sidebar:
     st.caption(f"Device: **{device_label()}**")
 page.run()

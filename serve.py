@@ -2,17 +2,23 @@
 
     python serve.py [--no-warm] [streamlit run options, e.g. --server.port 8501]
 
-It runs `streamlit run app.py` in this process, after two things `streamlit run` alone gets wrong here:
+It runs `streamlit run app.py` in this process, after three things `streamlit run` alone gets wrong here:
 
 1. One router from the first second. Streamlit 1.67 routes a `pages/` folder beside the entry script by
    file name ("multipage v1": every file of pages/, helpers included, becomes a page and app.py is
    bypassed) until some session of the process calls st.navigation. The switch is a class attribute,
    `PagesManager.uses_pages_directory`, set from "is there a pages/ folder?" only while it is still None;
    setting it to False before the server starts leaves app.py's st.navigation the only router.
-2. A warm booth. With DLGUIDE_KIOSK=1 the booth's model, backend (ONNX export and session, or a MIGraphX
-   compile) and attract view are prepared before the server opens its port, into the same
-   st.cache_resource entries the booth page reads, so the first visitor gets an answer, not a spinner.
-   The ImageNet weights are checked first (downloaded when online, as the app and the CLI do).
+2. A warm app. Before the server opens its port, the heavy imports (torch, torchvision, the pages' helpers),
+   the device probe and the default model are loaded into the same cache entries the pages read, so the
+   first visitor sees the navigation and the uploader at once, not a blank page while torch imports
+   (issue 18). With DLGUIDE_KIOSK=1 the booth's model, backend (ONNX export and session, or a MIGraphX
+   compile) and attract view are prepared the same way; its ImageNet weights are checked first (downloaded
+   when online, as the app and the CLI do). `--no-warm` opens the port at once.
+3. Local unless told otherwise (issue 22). It listens on DLGUIDE_ADDRESS (default 127.0.0.1) unless
+   `--server.address` is given, and every request whose Host is not in DLGUIDE_ALLOWED_HOSTS (default
+   localhost,127.0.0.1,[::1]) gets HTTP 400 before Streamlit sees it, the websocket upgrade included.
+   Serving to a network without DLGUIDE_ALLOWED_HOSTS refuses to start; without sign-in it warns.
 
 The served configuration is .streamlit/config.toml (file watcher off); `make dev` adds live reload.
 """
@@ -61,6 +67,52 @@ def close_pages_directory_routing() -> None:
     PagesManager.uses_pages_directory = False
 
 
+def listen_address(options: list[str]) -> tuple[list[str], str]:
+    """Streamlit's options with `--server.address` added (DLGUIDE_ADDRESS, default 127.0.0.1) unless the user
+    gave one, and the address served."""
+    for index, option in enumerate(options):
+        if option == "--server.address" and index + 1 < len(options):
+            return options, options[index + 1]
+        if option.startswith("--server.address="):
+            return options, option.partition("=")[2]
+    from dlguide_core.network import configured_address
+
+    address = configured_address()
+    return [*options, "--server.address", address], address
+
+
+def guard_hosts(hosts: list[str], address: str) -> None:
+    """Put Starlette's TrustedHostMiddleware in front of Streamlit's own middleware: a request whose Host is
+    not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included.
+
+    Streamlit 1.67 builds its ASGI app in starlette_app.create_starlette_app from the module-level
+    create_streamlit_middleware(); that is replaced here, before the server starts. Once the middleware is
+    built (the config and secrets loaded), a network address without sign-in is warned about on stderr."""
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from streamlit.web.server.starlette import starlette_app, starlette_server
+
+    from dlguide_core.network import is_loopback
+    from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
+
+    build = getattr(starlette_app, "create_streamlit_middleware", None)
+    factory = getattr(starlette_app, "create_starlette_app", None)
+    served_by = getattr(getattr(starlette_server, "UvicornServer", None), "start", None)
+    if (build is None or factory is None or served_by is None  # checked with 1.67; fail loudly if it moves
+            or "create_streamlit_middleware" not in factory.__code__.co_names
+            or "create_starlette_app" not in served_by.__code__.co_names):
+        raise RuntimeError("streamlit's starlette app factory moved: check serve.py's host allow-list")
+
+    def guarded_middleware() -> list:
+        if not is_loopback(address) and not sign_in_configured():
+            say(f"WARNING: serving to a network ({address or 'every interface'}) with no sign-in: anyone who "
+                f"reaches it can use every page. Add an [auth] section to .streamlit/secrets.toml (README: "
+                f"Serving to a team).")
+        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *build()]
+
+    starlette_app.create_streamlit_middleware = guarded_middleware
+
+
 def say(message: str) -> None:
     print(f"dlguide: {message}", file=sys.stderr, flush=True)
 
@@ -107,18 +159,64 @@ def warm_booth() -> None:
     say(f"booth ready in {time.perf_counter() - start:.1f} s: {runner.backend} on {runner.device}")
 
 
+def warm_app() -> None:
+    """Load what the first visit of the full app needs, in this process, before visitors come: the pages'
+    helper modules (torch and torchvision with them), the device probe behind the sidebar's device label
+    (its first run imports ONNX Runtime and looks for MIGraphX; later runs are instant) and the default weights,
+    into the cache entry the Classify page reads. Only weights already on disk are loaded: the page offers the
+    ImageNet download itself."""
+    import importlib
+    import logging
+    import pkgutil
+
+    import ui
+    from dlguide_core import devices
+    from dlguide_core.errors import DlguideError
+
+    for name in ("scriptrunner_utils.script_run_context", "caching.cache_data_api"):  # no session yet: said once
+        logging.getLogger(f"streamlit.runtime.{name}").setLevel(logging.ERROR)
+    start = time.perf_counter()
+    say("preparing the app before opening the port (imports, device probe, default model)…")
+    for module in pkgutil.iter_modules(ui.__path__):
+        importlib.import_module(f"ui.{module.name}")
+    from dlguide_core.vision.models import available_weights, imagenet_weights_path
+    from ui.cache import get_model
+
+    devices.collect(include_tensorflow=False)  # as the sidebar asks (ui.cache.device_report's default)
+    default = available_weights()[0]
+    if default != "imagenet" or imagenet_weights_path().is_file():
+        try:
+            get_model(default)
+        except DlguideError as exc:
+            say(f"the default weights could not be loaded ({exc}); the Classify page will say so")
+    say(f"app ready in {time.perf_counter() - start:.1f} s")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve dlguide (streamlit run app.py, routed by app.py only).",
                                      epilog="Other options go to `streamlit run` (see `streamlit run --help`).")
     parser.add_argument("--no-warm", action="store_true",
-                        help="booth mode: open the port at once and prepare the booth on its first visit")
+                        help="open the port at once: the first visit loads the model (and prepares the booth)")
     ours, streamlit_options = parser.parse_known_args(argv)
-    sys.path.insert(0, str(ROOT))  # ui.cache for the warm-up, as `streamlit run` puts app.py's folder first
+    sys.path.insert(0, str(ROOT))  # dlguide_core and ui, as `streamlit run` puts app.py's folder first
+    from dlguide_core.network import ServingRefused, allowed_hosts
+
+    streamlit_options, address = listen_address(streamlit_options)
+    try:
+        hosts = allowed_hosts(address)
+    except ServingRefused as exc:
+        say(f"not starting: {exc}")
+        raise SystemExit(2) from None
     close_pages_directory_routing()
+    guard_hosts(hosts, address)
     from dlguide_core import settings
 
-    if settings.kiosk_mode() and not ours.no_warm:
+    if ours.no_warm:
+        pass
+    elif settings.kiosk_mode():
         warm_booth()
+    else:
+        warm_app()
     from streamlit.web import cli
 
     cli.main(["run", str(APP), *streamlit_options], prog_name="streamlit")

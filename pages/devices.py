@@ -4,12 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import devices
+from ui.auth import network_warning
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
 
 hide_in_kiosk()
 
 st.title("Devices")
+network_warning()
 if st.button("Refresh", key="devices_refresh"):
     device_report.clear()
 with st.spinner("Probing devices (TensorFlow is probed in a separate process)…"):

@@ -18,6 +18,7 @@ from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
+from ui.auth import act_on_job
 from ui.cache import app_job_store
 from ui.charts import curve_figure, epoch_figures, training_loss_figure
 from ui.dataset_picker import pick_dataset
@@ -66,15 +67,15 @@ def job_actions(all_jobs: list) -> None:
     try:
         # Each action reruns the page so the table above shows the new status now, not at the next refresh.
         if cancel.button("Cancel", key="train_cancel", disabled=job.status not in ACTIVE):
-            store.request_cancel(job_id)
+            act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)
             st.toast(f"Cancelling {job_id} at its next step")
             st.rerun()
         if resume.button("Resume", key="train_resume", disabled=job.status not in RESUMABLE):
-            queue.resume(store, job_id)
+            act_on_job(job, "resume", lambda: queue.resume(store, job_id))
             st.toast(f"Resumed {job_id}")
             st.rerun()
         if delete.button("Delete", key="train_delete", disabled=job.status in ACTIVE):
-            store.delete(job_id)
+            act_on_job(job, "delete", lambda: store.delete(job_id))
             st.rerun()
     except DlguideError as exc:
         st.error(str(exc), icon=":material/block:")

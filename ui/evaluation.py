@@ -29,6 +29,7 @@ from dlguide_core.jobs.evaluation_job import (
 )
 from dlguide_core.jobs.store import ACTIVE, JobStore
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
+from ui.auth import act_on_job, current_user
 from ui.cache import app_job_store, existing_job_store, get_model
 
 MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
@@ -173,7 +174,7 @@ def _submit(weights: str, data: Path, split: str, limit: int | None, key: str) -
     """More than inline_max() images: a background job (it survives the tab), watched by show_job."""
     try:
         cfg = EvaluateConfig(weights=weights, data=str(data.resolve()), split=split, limit=limit)
-        job = queue.submit(_store(), EVALUATE_RECIPE, cfg)
+        job = queue.submit(_store(), EVALUATE_RECIPE, cfg, owner=current_user())
         st.session_state[f"{key}_evaluation_job"] = (weights, job.id)
         st.toast(f"More than {inline_max()} images: evaluating as job {job.id}")
     except DlguideError as exc:
@@ -215,4 +216,7 @@ def job_progress(job_id: str, key: str) -> None:
     st.progress(done / total if total else 0.0, text=f"Evaluation job {job_id}: {done}/{total or '?'} images"
                 + speed + (f" · about {row['eta_s']:.0f} s left" if row["eta_s"] is not None else ""))
     if st.button("Cancel evaluation", key=f"{key}_cancel_job"):
-        store.request_cancel(job_id)
+        try:
+            act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)
+        except DlguideError as exc:
+            st.error(str(exc), icon=":material/block:")

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.auth import current_user
 from ui.cache import app_job_store, cached_tf_model
 
 # ---------------------------------------------------------------- TensorFlow models on the Classify page
@@ -219,7 +220,7 @@ def tf_train_section(store) -> None:
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
     if submitted:
         try:
-            job = queue.submit(store, name, found[name].make_config(data=data, **values))
+            job = queue.submit(store, name, found[name].make_config(data=data, **values), owner=current_user())
             st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
             st.error(str(exc), icon=":material/block:")

@@ -12,6 +12,7 @@ from dlguide_core.jobs import launch, queue
 from dlguide_core.jobs.catalog import recipes
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
+from ui.auth import current_user
 
 
 def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
@@ -93,7 +94,7 @@ def job_form(info: image_folders.DatasetInfo, store) -> None:
         values.update(processes)
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
-            job = queue.submit(store, name, cfg)
+            job = queue.submit(store, name, cfg, owner=current_user())  # None: the OS user
             batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
             st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
         except DlguideError as exc:

@@ -14,6 +14,7 @@ from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
+from dlguide_core.jobs.ownership import audit, authorize, cli_actor
 from dlguide_core.jobs.store import Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.diagnostics import training_warnings
@@ -120,15 +121,21 @@ def _print_per_class(per_class: dict[str, float]) -> None:
 
 
 def _cancel(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "cancel")  # the OS user: jobs.ownership
     job = store.request_cancel(args.id)
+    audit(owned, actor, "cancel")
     print(f"job {job.id} {'cancelled' if job.status == 'cancelled' else 'stops at its next step'}")
     return 0
 
 
 def _resume(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "resume")
     if not args.detach:  # running in this process at once: no dispatcher can take it
-        return run_foreground(store, store.prepare_resume(args.id, claim_pid=os.getpid()).id, as_json=False)
+        job = store.prepare_resume(args.id, claim_pid=os.getpid())
+        audit(owned, actor, "resume")
+        return run_foreground(store, job.id, as_json=False)
     job = queue.resume(store, args.id)
+    audit(owned, actor, "resume")
     print(f"job {job.id} {job.status}")
     return 0
 
@@ -143,6 +150,8 @@ def _export(store: JobStore, args: argparse.Namespace) -> int:
 
 
 def _delete(store: JobStore, args: argparse.Namespace) -> int:
+    authorize(owned := store.get(args.id), actor := cli_actor(), "delete")
     store.delete(args.id)
+    audit(owned, actor, "delete")
     print(f"job {args.id} deleted")
     return 0

@@ -40,10 +40,13 @@ def max_concurrent() -> int:
     return max(1, torch.cuda.device_count() if torch.cuda.is_available() else 1)
 
 
-def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, claim_pid: int | None = None) -> Job:
-    """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free
-    (with `claim_pid`: created running in that process instead, as a foreground run is)."""
+def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, claim_pid: int | None = None,
+           owner: str | None = None) -> Job:
+    """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free (with `claim_pid`:
+    created running in that process instead, as a foreground run is). `owner`: who asks (the app's signed-in
+    user); without one, the OS user (jobs.ownership)."""
     from dlguide_core.jobs.catalog import get_recipe
+    from dlguide_core.jobs.ownership import os_user
 
     found = get_recipe(recipe)
     if not isinstance(config, found.config_cls):
@@ -53,7 +56,7 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, cla
 
         # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
         distributed.check_devices(config.device, getattr(config, "sync_batchnorm", False))
-    job = store.create(recipe, found.framework, asdict(config), claim_pid=claim_pid)
+    job = store.create(recipe, found.framework, asdict(config), claim_pid=claim_pid, owner=owner or os_user())
     if start:
         dispatch(store)
     return store.get(job.id, refresh=False)

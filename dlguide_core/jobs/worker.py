@@ -24,6 +24,7 @@ import torch
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.gpu_slots import process_slot
+from dlguide_core.jobs.join_checks import check_payload
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
@@ -139,6 +140,11 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
         env = replace(env, writer_rank=distributed.find_writer(env, owns_job=job_id is not None))
         payload = distributed.broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None,
                                              env.writer_rank)
+        try:  # the rendezvous has no authentication: whoever won the writer rank is checked (jobs.join_checks)
+            payload = payload if env.is_writer else check_payload(payload, job_id)
+        except DlguideError as exc:
+            print(f"rank {env.rank}: {exc}", file=sys.stderr, flush=True)
+            return 1
         if payload["action"] != "run":
             return 0
         local, sink = _local_sinks(env, store, payload["job_id"])

@@ -1,0 +1,161 @@
+"""First paint of a fresh server (issue 18, point 2): how long the first visitor looks at a blank page.
+
+Each round starts a new server exactly as `make run` does (serve.command(): serve.py, the project's config; only
+the port and the environment differ), waits until it answers its health check (the port is open: with the
+warm-up, the heavy imports, the device probe and the default model are loaded by then), and opens the app in a
+fresh headless Debian chromium context. It records, from the browser's navigation start:
+
+- first content: the sidebar navigation and the page's title (h1) both on screen (target: 1 s);
+- uploader: Classify's file uploader on screen (target: 2 s);
+
+and the server's start-up (Popen to health check). Each mode runs quiet and with a CPU load (one busy process
+per core, started before the server and stopped after the visit). Modes: `warm` (serve.py as `make run` runs
+it), `no-warm` (serve.py --no-warm: the first visit imports torch and loads the model itself), and with
+`--before TREE`, `before`: the same visit against another checkout's serve.py (the code before issue 18.2):
+
+    .venv/bin/python bench/bench_first_paint.py --rounds 3 [--before /tmp/dlguide-before] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import serve  # noqa: E402 - the launcher, imported from the project root
+
+NAV = "[data-testid=stSidebarNav]"
+TITLE = "[data-testid=stMain] h1"
+UPLOADER = "[data-testid=stFileUploader]"
+BUSY = "while True: pass"
+
+
+def load_bench_first_visit():
+    """bench_first_visit's helpers (free port, stand-in weights, chromium): one copy of each."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_first_visit", ROOT / "bench" / "bench_first_visit.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+FIRST_VISIT = load_bench_first_visit()
+
+
+@contextmanager
+def cpu_load(enabled: bool):
+    """One busy Python process per core while the block runs (stopped by PID afterwards)."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 1)] if enabled else []
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def start(tree: Path, port: int, options: tuple[str, ...], env: dict[str, str], log: Path) -> subprocess.Popen:
+    command = serve.command(port, *options) if tree == ROOT else \
+        [sys.executable, str(tree / "serve.py"), "--server.port", str(port), *options]
+    with open(log, "wb") as out:
+        return subprocess.Popen(command, cwd=tree, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def visible_at(page, selector: str, timeout_ms: float) -> float:
+    """Seconds from the navigation start until `selector` is on screen."""
+    page.wait_for_selector(selector, state="visible", timeout=timeout_ms)
+    return page.evaluate("performance.now()") / 1000
+
+
+def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str], workdir: Path,
+              loaded: bool) -> dict:
+    port = FIRST_VISIT.free_port()
+    log = workdir / f"server-{port}.log"
+    with cpu_load(loaded):
+        began = time.monotonic()
+        proc = start(tree, port, options, {**env, "DLGUIDE_HOME": str(workdir / f"home-{port}")}, log)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            serve.wait_healthy(url, proc, timeout=600, log_tail=lambda: log.read_text(errors="replace")[-2000:])
+            healthy = time.monotonic() - began
+            first = visit(browser, url)
+            again = visit(browser, url)  # the floor: the same server, everything already loaded
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return {"startup_s": round(healthy, 2), **first, **{f"again_{k}": v for k, v in again.items()}}
+
+
+def visit(browser, url: str) -> dict:
+    """One visitor in a fresh browser context: when the navigation, the title and the uploader appeared."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="commit")
+        nav = visible_at(page, NAV, 300_000)
+        title = visible_at(page, TITLE, 300_000)
+        uploader = visible_at(page, UPLOADER, 300_000)
+    finally:
+        context.close()
+    return {"nav_s": round(nav, 2), "first_content_s": round(max(nav, title), 2), "uploader_s": round(uploader, 2)}
+
+
+def summary(rows: list[dict]) -> dict:
+    return {key: round(statistics.median(r[key] for r in rows), 2) for key in rows[0]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="fresh servers per mode and load (default 3)")
+    parser.add_argument("--before", type=Path, help="another checkout to measure the same way (mode 'before')")
+    parser.add_argument("--modes", default="warm,no-warm", help="comma-separated: warm, no-warm")
+    parser.add_argument("--json", type=Path, help="write every round's numbers here")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench still stops its servers and load
+    from playwright.sync_api import sync_playwright
+
+    modes = [(name, ROOT, () if name == "warm" else ("--no-warm",)) for name in args.modes.split(",") if name]
+    if args.before:
+        modes.append(("before", args.before.resolve(), ()))
+    results: dict[str, dict[str, list[dict]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_first_paint_") as tmp, sync_playwright() as pw:
+        workdir = Path(tmp)
+        env = FIRST_VISIT.weights_env(workdir)
+        browser = FIRST_VISIT.launch_browser(pw)
+        for round_no in range(args.rounds):  # interleaved: drift in the machine's load hits every mode alike
+            for loaded in (False, True):
+                for name, tree, options in modes:
+                    row = one_round(browser, tree, options, env, workdir, loaded)
+                    results.setdefault(name, {}).setdefault("loaded" if loaded else "quiet", []).append(row)
+                    print(f"round {round_no + 1} {name:<8} {'loaded' if loaded else 'quiet ':<6} {row}", flush=True)
+        browser.close()
+    print("\nmedians (s): mode, load, start-up to health, then for the first visitor and a second one (again_):"
+          " navigation, first content (navigation + title), uploader")
+    for name, by_load in results.items():
+        for load, rows in by_load.items():
+            print(f"  {name:<8} {load:<6} {summary(rows)}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

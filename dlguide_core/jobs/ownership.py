@@ -1,0 +1,118 @@
+"""Who may act on a job, and the audit line each action leaves (issue 22).
+
+Every job records its owner when it is queued: the signed-in user's email (else their subject) in the app,
+the OS user for the CLI and for an app served without sign-in. When ownership is enforced, only the owner or an
+admin (DLGUIDE_ADMINS, comma-separated emails or OS user names) may cancel, resume or delete a job; everyone may
+watch. A job with no recorded owner (made before owners were kept) stays readable and only admins act on it.
+
+Enforced in the app when sign-in is on (ui/auth.py). The CLI acts as the OS user and enforces when
+DLGUIDE_ADMINS is set, the sign that a team shares this dlguide: someone else's job is then refused unless
+the OS user is an admin. (A shell on the machine can reach the store anyway: in the CLI this guards against
+mistakes, not against a hostile user; the served app is where the boundary holds.)
+
+Each action performed appends one line to the job's log and to DLGUIDE_HOME/audit.log (the job's log goes
+with a deleted job; the audit file keeps the record).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlguide_core import settings
+from dlguide_core.jobs.job import Job, JobError, log_path
+
+ACTIONS = {"cancel": "cancelled", "resume": "resumed", "delete": "deleted"}
+AUDIT_FILE = "audit.log"
+
+
+class NotJobOwner(JobError):
+    """An action on a job by someone who neither owns it nor is an admin."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asks for an action: `name` is an email, a subject or an OS user (None: an anonymous app visitor);
+    `enforced` says whether ownership is checked for them; `via` is "app" or "cli" (for the audit line)."""
+
+    name: str | None
+    admin: bool
+    enforced: bool
+    via: str
+
+
+def admins() -> frozenset[str]:
+    """DLGUIDE_ADMINS, lower-cased: emails (the app) or OS user names (the CLI)."""
+    raw = os.environ.get("DLGUIDE_ADMINS", "")
+    return frozenset(name.strip().lower() for name in raw.split(",") if name.strip())
+
+
+def os_user() -> str:
+    """The OS user running this process (the CLI's identity, and the owner of jobs queued without sign-in)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's arbitrary uid) and no LOGNAME/USER
+        return f"uid {os.getuid()}"
+
+
+def app_actor(user: str | None, sign_in: bool) -> Actor:
+    """A visitor of the app: `user` as signed in (None when signed out or sign-in is off)."""
+    return Actor(user, bool(user) and user.lower() in admins(), enforced=sign_in, via="app")
+
+
+def cli_actor() -> Actor:
+    user, team = os_user(), admins()
+    return Actor(user, user.lower() in team, enforced=bool(team), via="cli")
+
+
+def refusal(job: Job, actor: Actor, action: str) -> str | None:
+    """Why `actor` may not `action` `job`, in one line; None when they may."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown job action {action!r}: one of {', '.join(ACTIONS)}")
+    if not actor.enforced or actor.admin:
+        return None
+    if not actor.name:
+        return f"Sign in to {action} jobs."
+    if job.owner is None:
+        return f"Job {job.id} has no recorded owner: only an admin (DLGUIDE_ADMINS) may {action} it."
+    if job.owner.lower() != actor.name.lower():
+        return f"Job {job.id} belongs to {job.owner}: only they or an admin (DLGUIDE_ADMINS) may {action} it."
+    return None
+
+
+def authorize(job: Job, actor: Actor, action: str) -> None:
+    """NotJobOwner (one line) unless `actor` may `action` `job`."""
+    if (reason := refusal(job, actor, action)) is not None:
+        raise NotJobOwner(reason)
+
+
+def _clean(text: str | None) -> str:
+    """One line whatever a claim holds: control characters (a newline in a subject) become '?'."""
+    return "".join(c if c.isprintable() else "?" for c in (text or "anonymous"))[:200]
+
+
+def audit_line(job: Job, actor: Actor, action: str, when: float | None = None) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if when is None else when))
+    owner = _clean(job.owner) if job.owner else "unknown"
+    role = " (admin)" if actor.admin else ""
+    return (f"{stamp} audit: {_clean(actor.name)}{role} {ACTIONS[action]} job {job.id} "
+            f"(owner {owner}) via the {actor.via}")
+
+
+def audit(job: Job, actor: Actor, action: str) -> str:
+    """Append the action's line to the job's log (when its folder is still there) and to the audit file."""
+    line = audit_line(job, actor, action) + "\n"
+    targets = [settings.home() / AUDIT_FILE]
+    if log_path(job.id).parent.is_dir():
+        targets.insert(0, log_path(job.id))
+    for path in targets:
+        _append(path, line)
+    return line.rstrip("\n")
+
+
+def _append(path: Path, line: str) -> None:
+    with open(path, "a", encoding="utf-8") as out:  # one write of one short line: appends do not interleave
+        out.write(line)

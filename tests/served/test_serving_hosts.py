@@ -1,0 +1,108 @@
+"""Who may reach a served app (issue 22): it listens on loopback unless told otherwise, and answers only the
+Host names allowed, on every route, the websocket upgrade included. Servers start as `make run` starts them."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import subprocess
+
+import psutil
+import pytest
+
+import serve
+from tests.support.paths import ROOT
+from tests.support.ports import free_port
+from tests.support.servers import start_served
+
+pytestmark = [pytest.mark.slow]
+
+UPGRADE = ("GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+
+
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory):
+    """`make run` as is: no address, no host list (the launcher's defaults)."""
+    folder = tmp_path_factory.mktemp("hosts_default")
+    env = {"DLGUIDE_HOME": str(folder / "home")}
+    for name in ("DLGUIDE_ADDRESS", "DLGUIDE_ALLOWED_HOSTS", "STREAMLIT_SERVER_ADDRESS"):
+        env[name] = ""  # whatever the developer's shell says, the defaults are under test
+    served = start_served(folder / "app.log", env, ("--no-warm",))
+    yield served
+    served.stop()
+
+
+def http_status(port: int, host: str, path: str = "/_stcore/health", address: str = "127.0.0.1") -> int:
+    connection = http.client.HTTPConnection(address, port, timeout=30)
+    try:
+        connection.putrequest("GET", path, skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def upgrade_status(port: int, host: str, address: str = "127.0.0.1") -> int:
+    """The status line's code for a websocket upgrade of Streamlit's /_stcore/stream with this Host."""
+    with socket.create_connection((address, port), timeout=30) as sock:
+        sock.sendall(UPGRADE.format(host=host).encode())
+        head = sock.recv(4096).decode("latin-1")
+    return int(head.split()[1])
+
+
+def listening(pid: int) -> set[str]:
+    return {c.laddr.ip for c in psutil.Process(pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+
+
+def test_listens_on_loopback_only_by_default(default_server) -> None:
+    assert listening(default_server.proc.pid) == {"127.0.0.1"}
+
+
+@pytest.mark.parametrize("host", ["localhost:{port}", "127.0.0.1:{port}", "[::1]:{port}", "LOCALHOST", "127.0.0.1"])
+def test_the_default_names_are_answered(default_server, host: str) -> None:
+    host = host.format(port=default_server.port)
+    assert http_status(default_server.port, host) == 200
+    assert http_status(default_server.port, host, "/") == 200
+    assert upgrade_status(default_server.port, host) == 101
+
+
+@pytest.mark.parametrize("host", ["evil.example:{port}", "localhost.evil.example", "[::2]:{port}", "127.0.0.2",
+                                  "evil.example:{port}@localhost"])
+def test_a_foreign_host_gets_400_everywhere(default_server, host: str) -> None:
+    host = host.format(port=default_server.port)
+    for path in ("/_stcore/health", "/", "/train", "/static/index.html", "/_stcore/host-config"):
+        assert http_status(default_server.port, host, path) == 400, path
+    assert upgrade_status(default_server.port, host) == 400
+
+
+def test_address_and_names_from_the_environment(tmp_path) -> None:
+    """DLGUIDE_ADDRESS (another loopback address here) and DLGUIDE_ALLOWED_HOSTS replace the defaults."""
+    port = free_port()
+    env = {"DLGUIDE_HOME": str(tmp_path / "home"), "DLGUIDE_ADDRESS": "127.0.0.2",
+           "DLGUIDE_ALLOWED_HOSTS": "dlguide.test, 127.0.0.2 ,*.team.test", "STREAMLIT_SERVER_ADDRESS": ""}
+    served = start_served(tmp_path / "app.log", env, ("--no-warm",), port=port, wait=False)
+    try:
+        serve.wait_healthy(f"http://127.0.0.2:{port}", served.proc, log_tail=lambda: served.log_text()[-2000:])
+        assert listening(served.proc.pid) == {"127.0.0.2"}
+        for host, status in (("dlguide.test", 200), (f"gpu.team.test:{port}", 200), (f"localhost:{port}", 400)):
+            assert http_status(port, host, address="127.0.0.2") == status, host
+            assert upgrade_status(port, host, address="127.0.0.2") == (101 if status == 200 else 400), host
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize("env, option", [
+    ({"DLGUIDE_ADDRESS": "0.0.0.0"}, ()),
+    ({}, ("--server.address", "0.0.0.0")),
+    ({}, ("--server.address=192.0.2.1",)),
+])
+def test_a_network_address_without_allowed_hosts_refuses_to_start(env, option) -> None:
+    """One line on stderr, exit status 2, and nothing listening (the refusal comes before any socket)."""
+    result = subprocess.run(serve.command(free_port(), *option), cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "DLGUIDE_ALLOWED_HOSTS": "", **env}, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DLGUIDE_ALLOWED_HOSTS" in lines[0], result.stderr

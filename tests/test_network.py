@@ -1,0 +1,47 @@
+"""dlguide_core.network: the listen address and the Host allow-list's entries (issue 22)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlguide_core.network import ServingRefused, allowed_hosts, configured_address, host_pattern, is_loopback
+
+
+@pytest.mark.parametrize("address, loopback", [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("0.0.0.0", False), ("", False), ("::", False), ("192.0.2.1", False), ("dlguide.example.org", False),
+])
+def test_is_loopback(address: str, loopback: bool) -> None:
+    assert is_loopback(address) is loopback
+
+
+def test_the_address_defaults_to_loopback(monkeypatch) -> None:
+    monkeypatch.delenv("DLGUIDE_ADDRESS", raising=False)
+    assert configured_address() == "127.0.0.1"
+    monkeypatch.setenv("DLGUIDE_ADDRESS", " 0.0.0.0 ")
+    assert configured_address() == "0.0.0.0"
+
+
+@pytest.mark.parametrize("entry, pattern", [
+    ("Example.ORG", "example.org"), ("::1", "[::1]"), ("[::1]", "[::1]"), ("[FE80::1]", "[fe80::1]"),
+    ("*.team.example", "*.team.example"), (" 10.0.0.5 ", "10.0.0.5"),
+])
+def test_host_patterns_as_the_host_header_carries_them(entry: str, pattern: str) -> None:
+    assert host_pattern(entry) == pattern
+
+
+@pytest.mark.parametrize("entry", ["*", "example.org:8501", "[::1]:8501", "http://example.org", "a.*.example",
+                                   "*example.org", "user@example.org"])
+def test_entries_that_can_never_match_are_refused(entry: str) -> None:
+    with pytest.raises(ServingRefused, match="DLGUIDE_ALLOWED_HOSTS"):
+        host_pattern(entry)
+
+
+def test_allowed_hosts_default_only_on_loopback(monkeypatch) -> None:
+    monkeypatch.delenv("DLGUIDE_ALLOWED_HOSTS", raising=False)
+    assert allowed_hosts("127.0.0.1") == ["localhost", "127.0.0.1", "[::1]"]
+    for network in ("0.0.0.0", "", "192.0.2.1"):
+        with pytest.raises(ServingRefused, match="needs DLGUIDE_ALLOWED_HOSTS"):
+            allowed_hosts(network)
+    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", "gpu1.lab.example, ,10.0.0.5")
+    assert allowed_hosts("0.0.0.0") == ["gpu1.lab.example", "10.0.0.5"]

@@ -105,6 +105,10 @@ class Executor:
     def cancel(self, store: JobStore, job: Job) -> Job:
         raise NotImplementedError
 
+    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+        """One-line warnings to show before submitting (e.g. nodes that cannot reach the store); none here."""
+        return ()
+
     def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
         """Give an existing queued row to the scheduler (submit's second half, and resume's)."""
         raise NotImplementedError

@@ -66,6 +66,8 @@ class JobStore(MetricTables):
                         liveness.process_start(claim_pid) if running else None, 0 if running else None,
                         now if running else None, 1 if running else 0))
         job_dir(job_id).mkdir(parents=True, exist_ok=True)
+        if running:
+            self.set_pid(job_id, claim_pid)  # where the pid means something (host, boot id)
         return self.get(job_id, refresh=False)
 
     def get(self, job_id: str, refresh: bool = True) -> Job:
@@ -88,7 +90,13 @@ class JobStore(MetricTables):
         gone: list[str] = []
         if self.read_only:
             return gone
-        for row in self._rows("SELECT id, pid, pid_started, started FROM jobs WHERE status = 'running'"):
+        for row in self._rows("SELECT id, pid, pid_started, started, executor, host, boot_id FROM jobs "
+                              "WHERE status = 'running'"):
+            # A pid is checked only where it was taken (host, boot, PID namespace); a scheduler's job before its
+            # process recorded where it runs is the scheduler's to judge (jobs.executors.tracking).
+            if not liveness.can_judge(row["host"], row["boot_id"]) or (
+                    row["host"] is None and (row["executor"] or "local") != "local"):
+                continue
             reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
             if reason and self._set_status(row["id"], "interrupted", reason, only_if="running"):
                 gone.append(row["id"])
@@ -112,9 +120,11 @@ class JobStore(MetricTables):
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
         with self._tx() as db:
             self._backend.lock_claims(db)
-            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
-            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
-                             "LIMIT 1").fetchone()
+            # This machine's queue: jobs of other executors run (and wait) on their scheduler, not here.
+            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running' AND executor = 'local'"
+                                 ).fetchall()
+            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' AND executor = 'local' "
+                             "ORDER BY created, id LIMIT 1").fetchone()
             if row is None:
                 return None
             used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}
@@ -141,9 +151,12 @@ class JobStore(MetricTables):
         return self.get(job_id, refresh=False)
 
     def set_pid(self, job_id: str, pid: int) -> None:
+        """The job's process: its pid and start time, and where that pid means something (host, boot id)."""
         started = liveness.process_start(pid)
+        host, boot_id = liveness.process_identity()
         with self._tx() as db:
-            db.execute("UPDATE jobs SET pid = ?, pid_started = ? WHERE id = ?", (pid, started, job_id))
+            db.execute("UPDATE jobs SET pid = ?, pid_started = ?, host = ?, boot_id = ? WHERE id = ?",
+                       (pid, started, host, boot_id, job_id))
 
     def finish(self, job_id: str, status: str, error: str | None = None) -> None:
         if status not in STATUSES or status in ACTIVE:

@@ -64,6 +64,10 @@ class StoreSink(NullSink):
         self.stop_reason = self.stop_reason or reason
         self._stop.set()
 
+    def cancel_was_requested(self) -> bool:
+        """The store's cancel flag, read now (the final status of a stop by signal asks it)."""
+        return self.store.cancel_requested(self.job_id)
+
     def flush_now(self, store: JobStore | None = None) -> None:
         # One lock over pop + commit: when the loop's flush() returns, rows the writer thread
         # had already taken are committed too, not still in flight.

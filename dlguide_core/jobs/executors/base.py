@@ -91,6 +91,8 @@ class Executor:
     """Base of every executor; see the module docstring for the contract."""
 
     name: ClassVar[str] = ""
+    # train flags (argparse dests) this executor refuses, with the one-line reason
+    refused_flags: ClassVar[dict[str, str]] = {}
     options_cls: ClassVar[type] = NoOptions
 
     def available(self) -> Availability:

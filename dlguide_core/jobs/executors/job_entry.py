@@ -34,10 +34,10 @@ class _EarlySignal:
 
 
 def _open_store(job_id: str):
-    from dlguide_core.jobs.store import JobStore
+    from dlguide_core.jobs.store import open_store
 
     try:
-        return JobStore()
+        return open_store()
     except Exception as exc:  # noqa: BLE001 - any failure to open is the same one line, and the job cannot go on
         print(f"job {job_id}: the job store cannot be opened here ({type(exc).__name__}: {exc}); "
               "set DLGUIDE_STORE_URL to a store every node reaches (see docs/CLUSTERS.md)", file=sys.stderr,
@@ -54,8 +54,7 @@ def _claim(store, job_id: str) -> bool:
     except JobError as exc:  # cancelled while pending, or already running elsewhere
         print(f"job {job_id}: not started: {exc}", flush=True)
         return False
-    host, boot_id = liveness.process_identity()
-    store.set_host(job_id, host, boot_id)
+    host, _ = liveness.process_identity()  # claim recorded it with the pid (JobStore.set_pid)
     print(f"job {job_id} running in process {os.getpid()} on {host}", flush=True)
     return True
 

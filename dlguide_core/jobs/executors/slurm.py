@@ -21,7 +21,7 @@ from dlguide_core.jobs.executors import slurm_commands as commands
 from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, save_options
 from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, time_seconds, write_script
 from dlguide_core.jobs.store import Job, JobStore, job_dir
-from dlguide_core.training.configs import ConfigError
+from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError
 
 # Slurm JobState -> dlguide status (the table); states not listed: no opinion.
 STATES = {
@@ -77,6 +77,8 @@ def describe_reason(reason: str) -> str:
 class SlurmExecutor(Executor):
     name = "slurm"
     options_cls = SlurmOptions
+    refused_flags = {"rdzv_endpoint": "Slurm's job rendezvouses on its first node",
+                     "node_rank": "Slurm starts every node of the job itself"}
 
     def available(self) -> Availability:
         tool = commands.missing_tool()
@@ -88,9 +90,8 @@ class SlurmExecutor(Executor):
         found = get_recipe(recipe)
         if not isinstance(config, found.config_cls):
             raise ConfigError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
-        if getattr(config, "rdzv_endpoint", ""):
-            raise DistributedError("--rdzv-endpoint is not used with Slurm: the rendezvous is on the job's "
-                                   "first node")
+        if getattr(config, "rdzv_endpoint", "") not in ("", RDZV_BY_SCHEDULER):
+            raise DistributedError(f"--rdzv-endpoint is not used with Slurm: {self.refused_flags['rdzv_endpoint']}")
         options = (options or SlurmOptions()).resolved()
         check_time(options.time)
         job = store.create(recipe, found.framework, asdict(config), executor=self.name)

@@ -148,3 +148,23 @@ def browser_page(browser):
     page.set_default_timeout(60_000)
     yield page
     context.close()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real single-node Slurm (tests/support/slurm.py) for the session; SLURM_CONF points at it meanwhile."""
+    from tests.support import slurm
+
+    if reason := slurm.missing_reason():
+        pytest.skip(reason)
+    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm"))
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous

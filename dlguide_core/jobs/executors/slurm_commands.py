@@ -42,9 +42,10 @@ def missing_tool() -> str | None:
     return next((tool for tool in TOOLS if shutil.which(tool) is None), None)
 
 
-def run(argv: list[str], *, timeout: float = TIMEOUT_S, env: Mapping[str, str] | None = None,
+def run(argv: list[str], *, timeout: float | None = None, env: Mapping[str, str] | None = None,
         stdin: str | None = None) -> str:
-    """stdout of a Slurm command; SchedulerNotAnswering on a timeout or an unreachable controller."""
+    """stdout of a Slurm command; SchedulerNotAnswering on a timeout (TIMEOUT_S) or an unreachable controller."""
+    timeout = TIMEOUT_S if timeout is None else timeout
     if shutil.which(argv[0]) is None:
         raise ExecutorUnavailable(f"`{argv[0]}` is not on PATH")
     try:

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk dev test lint browser-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps slurm-deps bench clean
 
 install: $(STAMP)
 
@@ -42,7 +42,14 @@ browser-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will skip (install Debian's chromium)"; fi; }
 
-test: install browser-deps lint
+# Debian's slurm-wlm and munge for the tests' real single-node Slurm (tests/support/slurm.py; issue 20).
+# Installed only as root; otherwise those tests skip with the reason.
+slurm-deps:
+	@{ command -v sbatch >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || test -x /usr/sbin/munged; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	  else echo "slurm-wlm/munge missing and not root: the Slurm tests will skip (install Debian's slurm-wlm and munge)"; fi; }
+
+test: install browser-deps slurm-deps lint
 	$(PY) -m pytest
 
 bench: install

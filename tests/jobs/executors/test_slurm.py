@@ -38,22 +38,26 @@ def shared_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _submit(home: Path, *argv: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "dlguide_core", "train", *argv, "--executor", "slurm", "--detach",
-                           "--json"], cwd=ROOT, env={**os.environ, "DLGUIDE_HOME": str(home)},
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
-    assert out["executor"] == "slurm" and out["external_id"].isdigit()
-    return out["job_id"]
+def _submit(home: Path, *argv: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dlguide_core", "train", *argv, "--executor", "slurm", "--detach",
+                             "--json"], cwd=ROOT, env={**os.environ, "DLGUIDE_HOME": str(home)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _job_id(proc: subprocess.Popen) -> str:
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    answer = json.loads(out)
+    assert answer["executor"] == "slurm" and answer["external_id"].isdigit()
+    return answer["job_id"]
 
 
 @pytest.fixture(scope="module")
 def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Submitted together: a tiny Inception v3 run, a 2-process torchrun run, a long run to cancel, and a long
-    run under --time 00:01:00."""
+    """Submitted together, through the CLI: a tiny Inception v3 run, a 2-process torchrun run, a long run to
+    cancel, and a long run under --time 00:01:00."""
     data = str(write_toy_dataset(tmp_path_factory.mktemp("toy"), classes=3, per_class=4, val_per_class=1))
-    return {
+    submitted = {
         "inception": _submit(home, "--recipe", "inception_v3", "--data", data, "--image-size", "75",
                              "--max-steps", "2", "--batch-size", "2", "--workers", "0", "--weights", "none",
                              "--device", "cpu", "--lr", "0.01"),
@@ -62,6 +66,7 @@ def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) ->
         "cancel": _submit(home, *LONG, "--data", data),
         "timeout": _submit(home, *LONG, "--data", data, "--time", "00:01:00"),
     }
+    return {name: _job_id(proc) for name, proc in submitted.items()}
 
 
 def _until_final(store: JobStore, job_id: str, timeout: float = 240) -> str:

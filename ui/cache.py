@@ -131,3 +131,16 @@ def existing_job_store():
     """The app's job store; None when no job was ever created (the booth and a look-up must not create one)."""
     path = db_path()
     return job_store(str(path)) if path.is_file() else None
+
+
+@st.cache_resource(show_spinner=False)
+def scheduler_watcher(path: str):
+    """One background sync of the schedulers (Slurm, Ray) per job store: pages read its last report."""
+    from dlguide_core.jobs.executors.tracking import Watcher
+
+    return Watcher(job_store(path))
+
+
+def app_scheduler_watcher():
+    """The watcher of the app's job store (app_job_store)."""
+    return scheduler_watcher(str(db_path()))

@@ -82,3 +82,34 @@ def last_known(job_id: str) -> ExternalStatus | None:
     except (OSError, ValueError):
         return None
     return ExternalStatus(data.get("status"), data.get("reason"), data.get("state", ""))
+
+
+class Watcher:
+    """`sync` in a background thread every `every_s`, so a page never waits on a scheduler: it reads `latest()`
+    (the last report and when it came). A scheduler that hangs delays only this thread."""
+
+    def __init__(self, store: JobStore, every_s: float = 3.0) -> None:
+        import threading
+
+        self.store, self.every_s = store, every_s
+        self._latest: tuple[SyncReport, float | None] = (SyncReport(), None)
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="dlguide-scheduler-watch", daemon=True)
+        self._thread.start()
+
+    def latest(self) -> tuple[SyncReport, float | None]:
+        return self._latest
+
+    def poke(self) -> None:
+        """Sync soon (after a submit, cancel or resume)."""
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                self._latest = (sync(self.store), time.time())
+            except Exception as exc:  # noqa: BLE001 - a store or scheduler hiccup must not end the watch
+                self._latest = (SyncReport(not_answering={"store": f"could not check the schedulers: {exc}"}),
+                                time.time())
+            self._wake.wait(self.every_s)
+            self._wake.clear()

@@ -1,4 +1,5 @@
-"""Browser: Run on = Slurm on the Train page submits a batch job to a real Slurm, and its curves arrive."""
+"""Browser: Run on = Slurm on the Train page submits a batch job to a real Slurm; its batch script is one click
+away; cancel ends it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 import pytest
 
 from dlguide_core.jobs.executors import tracking
+from dlguide_core.jobs.executors.registry import get_executor
 from dlguide_core.jobs.store import JobStore
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
@@ -26,7 +28,7 @@ def test_run_on_slurm_from_the_train_page(slurm_cluster, app_server, browser_pag
     run_on.wait_for(timeout=60_000)
     run_on.get_by_text("Slurm", exact=True).click()
     page.locator(".st-key-train_cifar_net_slurm_partition").wait_for(timeout=60_000)  # partitions from sinfo
-    page.locator(".st-key-train_cifar_net_epochs input").fill("1")
+    page.locator(".st-key-train_cifar_net_epochs input").fill("500")  # runs until cancelled below
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
     page.locator(".st-key-train_cifar_net_start button").click()
     started = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ queued on slurm as \d+"))
@@ -38,14 +40,22 @@ def test_run_on_slurm_from_the_train_page(slurm_cluster, app_server, browser_pag
     store = JobStore()
     (job,) = store.list_jobs()
     assert job.executor == "slurm" and job.external_id and job.config["nproc_per_node"] == 1
+    assert (job.job_dir / "sbatch.sh").is_file()
+    script = page.get_by_text(re.compile(r"#SBATCH --job-name=dlguide-")).first
+    for attempt in range(4):  # one click away (a click during the job table's 2 s rerun may be lost: click again)
+        page.get_by_text("Log and batch script").first.click()
+        try:
+            script.wait_for(timeout=15_000)
+            break
+        except Exception:
+            if attempt == 3:
+                raise
+    # Curves while it runs are the CLI tests' business (tests/jobs/executors/test_slurm.py); here, stop it.
+    get_executor("slurm").cancel(store, store.get(job.id))
 
     def ended():
         tracking.sync(store)
         return store.get(job.id).status not in ("queued", "running")
 
-    wait_for(ended, timeout=180, every=0.5, what="the Slurm job to end")
-    steps = store.steps(job.id)["step"]
-    assert store.get(job.id).status == "succeeded" and steps == list(range(1, len(steps) + 1)) and steps
-    page.get_by_text(re.compile(rf"\b{len(steps)} steps stored")).wait_for(timeout=60_000)  # its curves on the page
-    page.get_by_text("Log and batch script").first.click()
-    page.get_by_text(re.compile(r"#SBATCH --job-name=dlguide-")).first.wait_for(timeout=30_000)
+    wait_for(ended, timeout=120, every=0.5, what="the cancelled Slurm job to end")
+    assert store.get(job.id).status == "cancelled"

@@ -7,10 +7,12 @@ them in about the time of the slowest.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -38,16 +40,13 @@ def shared_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _submit(home: Path, *argv: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dlguide_core", "train", *argv, "--executor", "slurm", "--detach",
-                             "--json"], cwd=ROOT, env={**os.environ, "DLGUIDE_HOME": str(home)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _job_id(proc: subprocess.Popen) -> str:
-    out, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
-    answer = json.loads(out)
+def _submit(*argv: str) -> str:
+    """`train ... --executor slurm --detach --json` through the CLI's main, in this process (torch is loaded once)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["train", *argv, "--executor", "slurm", "--detach", "--json"])
+    assert code == 0, err.getvalue()
+    answer = json.loads(out.getvalue())
     assert answer["executor"] == "slurm" and answer["external_id"].isdigit()
     return answer["job_id"]
 
@@ -57,16 +56,17 @@ def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """Submitted together, through the CLI: a tiny Inception v3 run, a 2-process torchrun run, a long run to
     cancel, and a long run under --time 00:01:00."""
     data = str(write_toy_dataset(tmp_path_factory.mktemp("toy"), classes=3, per_class=4, val_per_class=1))
-    submitted = {
-        "inception": _submit(home, "--recipe", "inception_v3", "--data", data, "--image-size", "75",
-                             "--max-steps", "2", "--batch-size", "2", "--workers", "0", "--weights", "none",
-                             "--device", "cpu", "--lr", "0.01"),
-        "ddp": _submit(home, "--recipe", "cifar_net", "--data", data, "--max-steps", "4", "--batch-size", "2",
-                       "--workers", "0", "--device", "cpu", "--nproc-per-node", "2"),
-        "cancel": _submit(home, *LONG, "--data", data),
-        "timeout": _submit(home, *LONG, "--data", data, "--time", "00:01:00"),
-    }
-    return {name: _job_id(proc) for name, proc in submitted.items()}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DLGUIDE_HOME", str(home))
+        return {
+            "inception": _submit("--recipe", "inception_v3", "--data", data, "--image-size", "75", "--max-steps", "2",
+                                 "--batch-size", "2", "--workers", "0", "--weights", "none", "--device", "cpu",
+                                 "--lr", "0.01"),
+            "ddp": _submit("--recipe", "cifar_net", "--data", data, "--max-steps", "4", "--batch-size", "2",
+                           "--workers", "0", "--device", "cpu", "--nproc-per-node", "2"),
+            "cancel": _submit(*LONG, "--data", data),
+            "timeout": _submit(*LONG, "--data", data, "--time", "00:01:00"),
+        }
 
 
 def _until_final(store: JobStore, job_id: str, timeout: float = 240) -> str:

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk dev test lint browser-deps slurm-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps postgres-deps slurm-deps bench clean
 
 install: $(STAMP)
 
@@ -49,7 +49,16 @@ slurm-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
 	  else echo "slurm-wlm/munge missing and not root: the Slurm tests will skip (install Debian's slurm-wlm and munge)"; fi; }
 
-test: install browser-deps slurm-deps lint
+# The job store's PostgreSQL tests start a throwaway server from Debian's binaries (tests/support/postgres.py);
+# no default cluster is created (nothing listens until a test starts its own server).
+postgres-deps:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then mkdir -p /etc/postgresql-common/createcluster.d && \
+	    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/dlguide-no-main.conf && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
+
+test: install browser-deps postgres-deps slurm-deps lint
 	$(PY) -m pytest
 
 bench: install

@@ -43,9 +43,9 @@ def one_round(data: Path, store: JobStore, batch_size: int, with_tensorboard: bo
     cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=1, workers=0, device="cpu",
                                               batch_size=batch_size)
     job = store.create("cifar_net", "pytorch", {})
-    store_sink, clock = StoreSink(store.path, job.id), StepClock()
+    store_sink, clock = StoreSink(store.url, job.id), StepClock()
     sinks = [store_sink, clock]
-    tensorboard = job_sink(store.path, job.id, logdir / job.id, flush_s=0.25) if with_tensorboard else None
+    tensorboard = job_sink(store.url, job.id, logdir / job.id, flush_s=0.25) if with_tensorboard else None
     if tensorboard:
         sinks.insert(1, tensorboard)
     fit(build_run(cfg, "cifar_net"), TeeSink(*sinks), None)

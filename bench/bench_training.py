@@ -69,7 +69,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
     cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=epochs, workers=0, device="cpu")
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    store_sink = StoreSink(store.path, job.id)
+    store_sink = StoreSink(store.url, job.id)
     sink = AlternatingSink(store_sink)
     run = build_run(cfg, "cifar_net")
     start = time.perf_counter()
@@ -82,7 +82,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
     print(f"streaming overhead A/B (cifar_net, batch 4, {streamed * 2} steps, 1 thread): median step "
           f"{without * 1e3:.3f} ms without, {with_store * 1e3:.3f} ms with the store sink -> "
           f"{with_store / without:.4f} (noise floor here: about +-0.07)")
-    probe = StoreSink(store.path, store.create("cifar_net", "pytorch", {}).id, flush_s=3600)
+    probe = StoreSink(store.url, store.create("cifar_net", "pytorch", {}).id, flush_s=3600)
     start = time.perf_counter()
     for step in range(1, 10_001):
         probe.on_step(step, 0, 1.0, 0.1, 1.0)
@@ -101,7 +101,7 @@ def streaming_overhead(data: Path, epochs: int) -> None:
 READER = """
 import sys, time
 from dlguide_core.jobs.store import JobStore
-store, job_id, count = JobStore(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+store, job_id, count = JobStore(), sys.argv[1], int(sys.argv[2])  # the store of DLGUIDE_STORE_URL / _HOME
 seen, lags = 0, []
 print("ready", flush=True)
 while seen < count:
@@ -113,13 +113,18 @@ print(" ".join(f"{x:.4f}" for x in lags))
 """
 
 
+def _reader_env(store: JobStore) -> dict[str, str]:
+    """The reader's store through its environment (a PostgreSQL password never goes in argv)."""
+    return {**os.environ, "DLGUIDE_STORE_URL": store.url.raw}
+
+
 def readable_latency(steps: int, step_s: float) -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(store.path), job.id, str(steps)],
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    reader = subprocess.Popen([sys.executable, "-c", READER, job.id, str(steps)],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env=_reader_env(store))
     assert reader.stdout.readline().strip() == "ready"
-    sink = StoreSink(store.path, job.id)
+    sink = StoreSink(store.url, job.id)
     for step in range(1, steps + 1):
         time.sleep(step_s)  # stands in for a training step; the row's time is its end
         sink.on_step(step, 0, 1.0, 0.1, 100.0)

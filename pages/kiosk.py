@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from dlguide_core import booth
-from dlguide_core.errors import DlguideError, ImageError
+from dlguide_core.errors import DlguideError, ImageError, StoreError
 from dlguide_core.vision.gradcam import grad_cam, model_view
 from dlguide_core.vision.images import UPLOAD_TYPES, load_image
 from dlguide_core.vision.models import imagenet_weights_path
@@ -82,7 +82,10 @@ def attract_view(items: list) -> None:
 @st.fragment(run_every=2.0)
 def loss_ticker(job_id: str) -> None:
     store = existing_job_store()
-    steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
+    try:
+        steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
+    except StoreError:  # the store is away: the booth goes on without its ticker
+        steps = {"step": [], "loss": []}
     if not steps["step"]:
         st.caption("Waiting for the first training step…")
         return
@@ -92,7 +95,10 @@ def loss_ticker(job_id: str) -> None:
 
 def training_ticker() -> None:
     store = existing_job_store()
-    running = [j for j in store.list_jobs() if j.status == "running"] if store else []
+    try:
+        running = [j for j in store.list_jobs() if j.status == "running"] if store else []
+    except StoreError:  # the store is away: the booth goes on without its ticker
+        running = []
     st.subheader("Meanwhile, a model is learning")
     if not running:
         st.caption("No training job is running right now.")

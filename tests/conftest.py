@@ -50,6 +50,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DLGUIDE_HOME", str(home))
     monkeypatch.setenv("DLGUIDE_OFFLINE", "1")
     monkeypatch.delenv("DLGUIDE_DATA_ROOTS", raising=False)
+    monkeypatch.delenv("DLGUIDE_STORE_URL", raising=False)
     monkeypatch.delenv("DLGUIDE_KIOSK", raising=False)
     return home
 
@@ -148,6 +149,32 @@ def browser_page(browser):
     page.set_default_timeout(60_000)
     yield page
     context.close()
+
+
+# ---------------------------------------------------------------- the job store's backends
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL server for the session (tests.support.postgres); skipped with the reason."""
+    from tests.support.postgres import PostgresServer, unavailable_reason
+
+    if (reason := unavailable_reason()) is not None:
+        pytest.skip(reason)
+    server = PostgresServer().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> str:
+    """DLGUIDE_STORE_URL for each backend: the default SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("DLGUIDE_STORE_URL", raising=False)
+        return f"sqlite:///{isolated_home / 'jobs.db'}"
+    url = request.getfixturevalue("postgres_server").create_database()
+    monkeypatch.setenv("DLGUIDE_STORE_URL", url)
+    return url
 
 
 @pytest.fixture(scope="session")

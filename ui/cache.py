@@ -13,7 +13,9 @@ from pathlib import Path
 import streamlit as st
 
 from dlguide_core import devices
-from dlguide_core.jobs.store import JobStore, db_path
+from dlguide_core.errors import StoreError
+from dlguide_core.jobs.store import open_store
+from dlguide_core.jobs.store_url import store_url
 from dlguide_core.vision.models import LoadedModel, load_model
 
 # ---------------------------------------------------------------- devices
@@ -117,30 +119,70 @@ def attract_items(loaded: LoadedModel, runner) -> list:
 
 
 @st.cache_resource(show_spinner=False)
-def job_store(path: str):
-    """One JobStore connection per database file (it locks internally; never mutated after caching)."""
-    return JobStore(path)
+def job_store(url: str):
+    """One JobStore connection per store URL (it locks internally, and reconnects after an outage)."""
+    return open_store(url)
+
+
+class _PageStore:
+    """The cached store for a page: a store that cannot be used (server away, read-only, full, newer
+    schema...) shows its one line (password masked) and stops this run, never a traceback; the next
+    rerun tries again, so the page recovers by itself."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def __getattr__(self, name: str):
+        try:
+            attr = getattr(job_store(self._url), name)
+        except StoreError as exc:
+            _stop_on(exc)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                return attr(*args, **kwargs)
+            except StoreError as exc:
+                _stop_on(exc)
+
+        return call
+
+
+def _stop_on(exc: StoreError):
+    st.error(str(exc))
+    st.stop()
 
 
 def app_job_store():
-    """The app's job store, created on first use (the Train page)."""
-    return job_store(str(db_path()))
+    """The app's job store (DLGUIDE_STORE_URL), created on first use (the Train page)."""
+    return _PageStore(store_url().raw)
 
 
 def existing_job_store():
-    """The app's job store; None when no job was ever created (the booth and a look-up must not create one)."""
-    path = db_path()
-    return job_store(str(path)) if path.is_file() else None
+    """The app's job store; None when no job was ever created (the booth and a look-up must not create
+    one) or when it cannot be opened (callers read it quietly)."""
+    url = store_url()
+    if url.path is not None and not url.path.is_file():
+        return None
+    try:
+        return job_store(url.raw)
+    except StoreError:
+        return None
 
 
 @st.cache_resource(show_spinner=False)
-def scheduler_watcher(path: str):
+def scheduler_watcher(url: str):
     """One background sync of the schedulers (Slurm, Ray) per job store: pages read its last report."""
     from dlguide_core.jobs.executors.tracking import Watcher
 
-    return Watcher(job_store(path))
+    return Watcher(job_store(url))
 
 
 def app_scheduler_watcher():
-    """The watcher of the app's job store (app_job_store)."""
-    return scheduler_watcher(str(db_path()))
+    """The watcher of the app's job store (app_job_store); a store that cannot be opened stops the run in one
+    line, as app_job_store does."""
+    try:
+        return scheduler_watcher(store_url().raw)
+    except StoreError as exc:
+        _stop_on(exc)

@@ -64,7 +64,7 @@ def _detach(args: argparse.Namespace) -> int:
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
     from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, EvaluateConfig
-    from dlguide_core.jobs.store import JobStore
+    from dlguide_core.jobs.store import open_store
 
     if not (Path(args.data) / args.split).is_dir():
         print(f"error: {args.data} has no {args.split}/ folder of class folders", file=sys.stderr)
@@ -73,7 +73,7 @@ def _detach(args: argparse.Namespace) -> int:
     try:  # paths made absolute: the job process runs elsewhere
         cfg = EvaluateConfig(weights=weights, data=str(Path(args.data).resolve()), split=args.split,
                              batch_size=args.batch_size, limit=args.limit, device=args.device or "auto")
-        job = queue.submit(JobStore(), EVALUATE_RECIPE, cfg)
+        job = queue.submit(open_store(), EVALUATE_RECIPE, cfg)
     except DlguideError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

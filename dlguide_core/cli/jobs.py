@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
-from dlguide_core.jobs.store import Job, JobStore
+from dlguide_core.jobs.store import Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.diagnostics import training_warnings
 
@@ -68,7 +69,7 @@ def job_json(store: JobStore, job: Job) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = JobStore()
+    store = open_store()
     action = {"list": _list, "show": _show, "cancel": _cancel, "resume": _resume, "export": _export,
               "delete": _delete, "logs": _logs}[args.action]
     if args.action in ("list", "show", "cancel", "resume"):
@@ -155,11 +156,11 @@ def _resume(store: JobStore, args: argparse.Namespace) -> int:
         job = get_executor(name).resume(store, args.id)
         print(f"job {job.id} resumed on {name} as {job.external_id}", file=sys.stderr)
         return follow_to_end(store, job.id, as_json=False) if not args.detach else 0
-    job = queue.resume(store, args.id, start=args.detach)
-    if args.detach:
-        print(f"job {job.id} {job.status}")
-        return 0
-    return run_foreground(store, job.id, as_json=False)
+    if not args.detach:  # running in this process at once: no dispatcher can take it
+        return run_foreground(store, store.prepare_resume(args.id, claim_pid=os.getpid()).id, as_json=False)
+    job = queue.resume(store, args.id)
+    print(f"job {job.id} {job.status}")
+    return 0
 
 
 def _export(store: JobStore, args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ adds its parser and sets `func(args) -> exit code`.
 
 Exit codes (a contract other tools rely on, defined once in `cli.common`): 0 success,
 1 some work failed, 2 usage errors (bad arguments, unreadable checkpoint, path outside the
-data roots), 3 weights unavailable offline.
+data roots, a job store that cannot be used), 3 weights unavailable offline.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import sys
 
 from dlguide_core import __version__
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
-from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, WeightsUnavailable
+from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, StoreError, WeightsUnavailable
 
-COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate")
+COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate", "store")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except WeightsUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WEIGHTS
-    except (CheckpointError, PathNotAllowed) as exc:
+    except (CheckpointError, PathNotAllowed, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except DlguideError as exc:

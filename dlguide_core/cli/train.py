@@ -18,7 +18,7 @@ from dlguide_core.cli.common import dataset_path
 from dlguide_core.errors import DistributedError
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
-from dlguide_core.jobs.store import JobStore, job_dir
+from dlguide_core.jobs.store import JobStore, job_dir, open_store
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS, RDZV_BY_SCHEDULER, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
 from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
@@ -142,13 +142,14 @@ def run(args: argparse.Namespace) -> int:
     if cfg.data and not Path(cfg.data).is_dir():
         print(f"error: {cfg.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    store = JobStore()
+    store = open_store()
     if args.detach:
         job = queue.submit(store, args.recipe, cfg)
         print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
               f"follow it with `python -m dlguide_core jobs show {job.id}`")
         return EXIT_OK
-    job = queue.submit(store, args.recipe, cfg, start=False)
+    # created running in this process: no dispatcher can take it meanwhile
+    job = queue.submit(store, args.recipe, cfg, start=False, claim_pid=os.getpid())
     return run_foreground(store, job.id, args.json)
 
 
@@ -178,7 +179,7 @@ def submit_elsewhere(args: argparse.Namespace) -> int:
     options = options_from(executor.options_cls, vars(args))
     for warning in executor.submit_warnings(options):
         print(f"warning: {warning}", file=sys.stderr)
-    store = JobStore()
+    store = open_store()
     try:
         job = executor.submit(store, args.recipe, cfg, options)
     except (ConfigError, DistributedError) as exc:
@@ -194,12 +195,12 @@ def submit_elsewhere(args: argparse.Namespace) -> int:
 
 
 def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
-    """Run a queued job in this process, or under torchrun for N processes (Ctrl-C cancels it with a checkpoint)."""
+    """Run a job created (or resumed) running in this process, or under torchrun for N processes
+    (Ctrl-C cancels it with a checkpoint)."""
     from dlguide_core.jobs.launch import describe_batch
     from dlguide_core.jobs.runner import run_job
 
-    store.claim(job_id, os.getpid())
-    job = store.get(job_id, refresh=False)
+    job = store.get(job_id, refresh=False)  # created (or resumed) running in this process
     print(f"job {job_id}: log and checkpoint in {job_dir(job_id)}", file=sys.stderr)
     if "batch_size" in job.config:
         batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),

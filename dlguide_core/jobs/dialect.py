@@ -13,8 +13,10 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from dlguide_core.errors import StoreError
+from dlguide_core.jobs import store_errors
 from dlguide_core.jobs.store_url import StoreUrl, mask
 
 CLAIM_LOCK = 0x646C6775  # PostgreSQL advisory lock id of the queue's claims ("dlgu")
@@ -40,16 +42,12 @@ class Sqlite:
         self.conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        from dlguide_core.jobs import store_errors
-
         exists = self.path.is_file()
         if not exists:
             store_errors.check_folder(self.path.parent)
         self.read_only = exists and not store_errors.writable(self.path)
-        target = f"file:{self.path}?mode=ro" if self.read_only else str(self.path)
         try:
-            conn = sqlite3.connect(target, uri=self.read_only, timeout=30.0, check_same_thread=False,
-                                   isolation_level=None)
+            conn = self._connect()
             conn.row_factory = sqlite3.Row
             if not self.read_only:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -59,13 +57,27 @@ class Sqlite:
         except sqlite3.DatabaseError as exc:
             raise store_errors.from_sqlite(exc, self.path, "open") from None
 
-    def translate(self, sql: str) -> str:
+    def _connect(self) -> sqlite3.Connection:
+        def connect(target: str) -> sqlite3.Connection:
+            return sqlite3.connect(target, uri=True, timeout=30.0, check_same_thread=False, isolation_level=None)
+
+        if not self.read_only:
+            return connect(str(self.path))
+        try:
+            conn = connect(f"file:{quote(str(self.path))}?mode=ro")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            # A WAL store closed cleanly has no -shm file, and a read-only folder cannot get one:
+            # nobody can write there either, so the file is read as immutable.
+            return connect(f"file:{quote(str(self.path))}?mode=ro&immutable=1")
+
+    @staticmethod
+    def translate(sql: str) -> str:
         return sql
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        from dlguide_core.jobs import store_errors
-
         if self.read_only:
             raise store_errors.read_only(self.path)
         try:
@@ -82,8 +94,6 @@ class Sqlite:
             raise store_errors.from_sqlite(exc, self.path, "write") from None
 
     def rows(self, sql: str, args: tuple = ()) -> list:
-        from dlguide_core.jobs import store_errors
-
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -97,23 +107,20 @@ class Sqlite:
 
 
 class Row(tuple):
-    """A PostgreSQL row read like sqlite3.Row: by position, by column name, and `dict(row)`."""
+    """A PostgreSQL row read like sqlite3.Row: by position, by column name, and `dict(row)`.
+    One subclass per result (`_index` on the class), so making a row costs no more than a tuple."""
 
-    def __new__(cls, values: Sequence[Any], index: dict[str, int]) -> Row:
-        row = super().__new__(cls, values)
-        row._index = index
-        return row
+    _index: dict[str, int] = {}
 
     def __getitem__(self, key: Any) -> Any:
-        return super().__getitem__(self._index[key] if isinstance(key, str) else key)
+        return tuple.__getitem__(self, self._index[key] if type(key) is str else key)
 
     def keys(self) -> list[str]:
         return list(self._index)
 
 
 def _row_factory(cursor: Any) -> Any:
-    index = {c.name: i for i, c in enumerate(cursor.description or ())}
-    return lambda values: Row(values, index)
+    return type("Row", (Row,), {"_index": {c.name: i for i, c in enumerate(cursor.description or ())}})
 
 
 class _PgTx:
@@ -142,7 +149,7 @@ class Postgres:
     """One psycopg connection (autocommit; explicit transactions), re-established after an outage."""
 
     name = "postgresql"
-    TABLES_SQL = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    TABLES_SQL = "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()"
     read_only = False
 
     def __init__(self, url: StoreUrl) -> None:
@@ -171,7 +178,9 @@ class Postgres:
         return StoreError(f"the job store at {self.url.masked} is unreachable ({detail}); "
                           "start the server or fix DLGUIDE_STORE_URL")
 
-    def translate(self, sql: str) -> str:
+    @staticmethod
+    def translate(sql: str) -> str:
+        """DDL in PostgreSQL's words."""
         for pattern, word in _DDL:
             sql = pattern.sub(word, sql)
         return sql
@@ -186,14 +195,16 @@ class Postgres:
             raise self.unavailable(exc) from None
 
     def rows(self, sql: str, args: tuple = ()) -> list:
-        for attempt in (1, 2):  # a connection the server dropped is re-made once, at once
-            conn = self._connection()
-            try:
-                return conn.execute(_placeholders(sql), args or None).fetchall()
-            except self._errors as exc:
-                if attempt == 2 or not conn.broken:
-                    raise self.unavailable(exc) from None
-        raise AssertionError("unreachable")
+        conn = self._connection()
+        try:
+            return conn.execute(_placeholders(sql), args or None, binary=True).fetchall()
+        except self._errors as exc:
+            if not conn.broken:
+                raise self.unavailable(exc) from None
+        try:  # the server dropped the connection (a restart): one new connection, at once
+            return self._connection().execute(_placeholders(sql), args or None, binary=True).fetchall()
+        except self._errors as exc:
+            raise self.unavailable(exc) from None
 
     def lock_claims(self, db: _PgTx) -> None:
         """Claims take turns (until commit), so two dispatchers never count the same free devices."""

@@ -40,8 +40,9 @@ def max_concurrent() -> int:
     return max(1, torch.cuda.device_count() if torch.cuda.is_available() else 1)
 
 
-def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> Job:
-    """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free."""
+def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, claim_pid: int | None = None) -> Job:
+    """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free
+    (with `claim_pid`: created running in that process instead, as a foreground run is)."""
     from dlguide_core.jobs.catalog import get_recipe
 
     found = get_recipe(recipe)
@@ -52,7 +53,7 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True) -> 
 
         # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
         distributed.check_devices(config.device, getattr(config, "sync_batchnorm", False))
-    job = store.create(recipe, found.framework, asdict(config))
+    job = store.create(recipe, found.framework, asdict(config), claim_pid=claim_pid)
     if start:
         dispatch(store)
     return store.get(job.id, refresh=False)

@@ -19,8 +19,8 @@ from dlguide_core.jobs import tensorboard_export
 from dlguide_core.jobs.catalog import get_recipe, is_training
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
-from dlguide_core.jobs.store import Job, JobStore
-from dlguide_core.jobs.store_sink import StoreSink
+from dlguide_core.jobs.store import Job, JobStore, open_store
+from dlguide_core.jobs.store_sink import StoreSink, retry_while_away
 from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.sinks import ConsoleSink, TeeSink, TrainingSink
 
@@ -36,9 +36,9 @@ def _run(job: Job, sink: TrainingSink) -> RunResult:
 def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None) -> str:
     """Run a claimed (running) job in this process to its final status; returns that status."""
     job = store.get(job_id, refresh=False)
-    sink = StoreSink(store.path, job_id)
+    sink = StoreSink(store.url, job_id)
     # After the store (see its on_start); an evaluation job has no curves to keep there.
-    tensorboard = tensorboard_export.job_sink(store.path, job_id) if is_training(job.recipe) else None
+    tensorboard = tensorboard_export.job_sink(store.url, job_id) if is_training(job.recipe) else None
     status, error = "failed", None
     try:
         with stop_on_signals(sink):
@@ -53,7 +53,7 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
         if tensorboard:
             tensorboard.close()
         sink.close()
-        store.finish(job_id, status, error)
+        retry_while_away(lambda: store.finish(job_id, status, error))  # a store briefly away keeps the ending
     if error:
         print(f"job {job_id} {status}: {error}", file=sys.stderr, flush=True)
     return status
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m dlguide_core.jobs.runner JOB_ID", file=sys.stderr)
         return 2
-    store = JobStore()
+    store = open_store()
     store.set_pid(args[0], os.getpid())
     print(f"job {args[0]} running in process {os.getpid()}", flush=True)
     status = run_job(store, args[0], ConsoleSink(every=50, stream=sys.stdout))

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from dlguide_core.errors import StoreError
+from dlguide_core.jobs import store_errors
 
 V1 = (
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -74,8 +75,6 @@ def ensure(backend: Any, *, upgrade: bool = False) -> int:
 
 def _backup(backend: Any, version: int) -> None:
     """A consistent copy (SQLite's backup API, WAL included) beside the file, before the upgrade."""
-    from dlguide_core.jobs import store_errors
-
     target = backend.path.with_name(f"{backend.path.name}.bak-v{version}")
     try:
         copy = sqlite3.connect(target)

@@ -56,18 +56,14 @@ class JobStore(MetricTables):
         """A new queued job; with `claim_pid`, created running in that process (a foreground run:
         one transaction, so no dispatcher can claim it in between)."""
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"  # ids made in one second stay apart
-        now = time.time()
-        running = claim_pid is not None
         with self._tx() as db:
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner, executor, name, "
-                       "tags, pid, pid_started, slot, started, attempts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (job_id, recipe, framework, json.dumps(config), "running" if running else "queued", now,
-                        owner, executor, name, json.dumps(list(tags)), claim_pid,
-                        liveness.process_start(claim_pid) if running else None, 0 if running else None,
-                        now if running else None, 1 if running else 0))
+                       "tags) VALUES (?,?,?,?,?,?,?,?,?,?)", (job_id, recipe, framework, json.dumps(config),
+                                                             "queued", time.time(), owner, executor, name,
+                                                             json.dumps(list(tags))))
+            if claim_pid is not None:
+                self._claim_in(db, job_id, claim_pid)
         job_dir(job_id).mkdir(parents=True, exist_ok=True)
-        if running:
-            self.set_pid(job_id, claim_pid)  # where the pid means something (host, boot id)
         return self.get(job_id, refresh=False)
 
     def get(self, job_id: str, refresh: bool = True) -> Job:
@@ -75,7 +71,7 @@ class JobStore(MetricTables):
             self.refresh()
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
-            raise JobError(f"no job {job_id!r} in {self.path}")
+            raise JobError(f"no job {job_id!r} in {self.url.masked}")
         return row_to_job(rows[0])
 
     def list_jobs(self, refresh: bool = True) -> list[Job]:
@@ -118,6 +114,8 @@ class JobStore(MetricTables):
         does not fit yet waits and nothing overtakes it; a job bigger than the machine still
         runs alone (torchrun then says what is missing). `max_running` may be a function, asked only
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
+        if self.read_only:
+            return None  # a read-only store is only read: nothing starts from it
         with self._tx() as db:
             self._backend.lock_claims(db)
             # This machine's queue: jobs of other executors run (and wait) on their scheduler, not here.
@@ -143,20 +141,13 @@ class JobStore(MetricTables):
     def claim(self, job_id: str, pid: int) -> Job:
         """Foreground runs: queued -> running in this process, outside the queue limit."""
         with self._tx() as db:
-            done = db.execute("UPDATE jobs SET status = 'running', slot = 0, started = ?, error = NULL, "
-                              "attempts = attempts + 1 WHERE id = ? AND status = 'queued'", (time.time(), job_id))
-            if done.rowcount != 1:
-                raise JobError(f"job {job_id} is not queued")
-        self.set_pid(job_id, pid)
+            self._claim_in(db, job_id, pid)
         return self.get(job_id, refresh=False)
 
     def set_pid(self, job_id: str, pid: int) -> None:
         """The job's process: its pid and start time, and where that pid means something (host, boot id)."""
-        started = liveness.process_start(pid)
         host, boot_id = liveness.process_identity()
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET pid = ?, pid_started = ?, host = ?, boot_id = ? WHERE id = ?",
-                       (pid, started, host, boot_id, job_id))
+        self._update(job_id, pid=pid, pid_started=liveness.process_start(pid), host=host, boot_id=boot_id)
 
     def finish(self, job_id: str, status: str, error: str | None = None) -> None:
         if status not in STATUSES or status in ACTIVE:
@@ -180,14 +171,10 @@ class JobStore(MetricTables):
         return bool(rows and rows[0][0])
 
     def set_plan(self, job_id: str, total_steps: int | None, epochs: int, class_names: tuple[str, ...]) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET total_steps = ?, epochs = ?, class_names = ? WHERE id = ?",
-                       (total_steps, epochs, json.dumps(list(class_names)), job_id))
+        self._update(job_id, total_steps=total_steps, epochs=epochs, class_names=json.dumps(list(class_names)))
 
     def set_checkpoint(self, job_id: str, path: Path, step: int | None, epoch: int | None) -> None:
-        with self._tx() as db:
-            db.execute("UPDATE jobs SET checkpoint = ?, checkpoint_step = ?, checkpoint_epoch = ? WHERE id = ?",
-                       (str(path), step, epoch, job_id))
+        self._update(job_id, checkpoint=str(path), checkpoint_step=step, checkpoint_epoch=epoch)
 
     def set_external(self, job_id: str, executor: str, external_id: str) -> None:
         """The scheduler running the job and the job's id there."""
@@ -211,16 +198,30 @@ class JobStore(MetricTables):
         with self._tx() as db:
             db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*columns.values(), job_id))
 
-    def prepare_resume(self, job_id: str) -> Job:
-        """Back to queued. Metrics past the checkpoint stay until the resumed run starts and trims
-        them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
+    def prepare_resume(self, job_id: str, *, claim_pid: int | None = None) -> Job:
+        """Back to queued (with `claim_pid`: straight to running in that process, in the same
+        transaction, as `create` does). Metrics past the checkpoint stay until the resumed run starts
+        and trims them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
         job = self.get(job_id)
         if job.status not in RESUMABLE:
             raise JobError(f"job {job_id} is {job.status}; only {', '.join(RESUMABLE)} jobs can be resumed")
         with self._tx() as db:
             db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL "
                        "WHERE id = ?", (job_id,))
+            if claim_pid is not None:
+                self._claim_in(db, job_id, claim_pid)
         return self.get(job_id, refresh=False)
+
+    @staticmethod
+    def _claim_in(db: Any, job_id: str, pid: int) -> None:
+        """queued -> running in process `pid` (slot 0, outside the queue's limit), inside transaction `db`."""
+        host, boot_id = liveness.process_identity()  # where the pid means something
+        done = db.execute("UPDATE jobs SET status = 'running', slot = 0, started = ?, error = NULL, pid = ?, "
+                          "pid_started = ?, host = ?, boot_id = ?, attempts = attempts + 1 "
+                          "WHERE id = ? AND status = 'queued'",
+                          (time.time(), pid, liveness.process_start(pid), host, boot_id, job_id))
+        if done.rowcount != 1:
+            raise JobError(f"job {job_id} is not queued")
 
     def delete(self, job_id: str) -> None:
         """Forget a finished job and remove its folder (checkpoint and log included)."""

@@ -1,16 +1,41 @@
-"""The job process's sink: streams a running job's metrics into the store and polls its cancel flag."""
+"""The job process's sink: streams a running job's metrics into the store and polls its cancel flag.
+
+The store may be away for a while (a PostgreSQL restart, a full disk): the sink then keeps the
+job's steps in memory, up to MAX_PENDING_STEPS (the oldest are dropped past that, and counted),
+and its other writes (plan, epochs, checkpoints) in order, and retries each flush; the training
+step never fails because of the store.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.jobs.store import JobStore
+from dlguide_core.errors import StoreError
+from dlguide_core.jobs.store import JobStore, open_store
+from dlguide_core.jobs.store_url import StoreUrl
 from dlguide_core.training.sinks import NullSink
+
+MAX_PENDING_STEPS = 100_000  # about 3 hours of steps at 10 steps/s; ~20 MB of rows
+CLOSE_RETRY_S = 60.0  # how long a finishing job keeps retrying a store that is away
+
+
+def retry_while_away(action: Callable[[], Any], seconds: float = CLOSE_RETRY_S) -> Any:
+    """`action()`, retried every second while the store is away, for up to `seconds` (then its error)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return action()
+        except StoreError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
 
 
 class StoreSink(NullSink):
@@ -21,15 +46,20 @@ class StoreSink(NullSink):
     polls the cancel flag, which `should_stop` then reads from memory.
     """
 
-    def __init__(self, store_path: Path, job_id: str, flush_s: float = 0.25) -> None:
-        self.job_id, self.flush_s = job_id, flush_s
-        self.store = JobStore(store_path)  # this thread's connection (epochs, checkpoints)
+    def __init__(self, url: str | Path | StoreUrl | None, job_id: str, flush_s: float = 0.25,
+                 max_pending: int = MAX_PENDING_STEPS) -> None:
+        self.job_id, self.flush_s, self.max_pending = job_id, flush_s, max_pending
+        self.store = open_store(url)  # this thread's connection (epochs, checkpoints)
         self._pending: deque[tuple] = deque()
+        self._unsaved: list[tuple] = []  # steps taken off _pending whose commit failed
+        self._writes: deque[Callable[[JobStore], None]] = deque()  # plan, epochs, checkpoints, in order
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
         self._closing = threading.Event()
         self.stop_reason: str | None = None
-        self._writer = threading.Thread(target=self._write_loop, args=(store_path,), name="dlguide-store-sink",
+        self.dropped = 0  # steps lost to a store away for longer than max_pending steps
+        self._outage: str | None = None
+        self._writer = threading.Thread(target=self._write_loop, args=(self.store.url,), name="dlguide-store-sink",
                                         daemon=True)
         self._writer.start()
 
@@ -38,23 +68,21 @@ class StoreSink(NullSink):
         # Trim here, in the process that restored the checkpoint: the store's checkpoint record can
         # lag the file by one save (a kill between the file's rename and the record's update).
         if start_step is not None and start_epoch is not None:
-            self.store.trim_metrics(self.job_id, start_step, start_epoch)
-        self.store.set_plan(self.job_id, total_steps, epochs, class_names)
+            self._write(lambda s: s.trim_metrics(self.job_id, start_step, start_epoch))
+        self._write(lambda s: s.set_plan(self.job_id, total_steps, epochs, class_names))
 
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         self._pending.append((self.job_id, step, epoch, loss, lr, images_per_s, time.time(),
                               json.dumps(extra) if extra else None))
 
     def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
-        self.flush_now()
-        self.store.add_epoch(self.job_id, epoch, metrics)
+        self._write(lambda s: s.add_epoch(self.job_id, epoch, metrics))
 
     def flush(self) -> None:
         self.flush_now()
 
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
-        self.flush_now()
-        self.store.set_checkpoint(self.job_id, path, step, epoch)
+        self._write(lambda s: s.set_checkpoint(self.job_id, path, step, epoch))
 
     def should_stop(self) -> bool:
         return self._stop.is_set()
@@ -68,27 +96,67 @@ class StoreSink(NullSink):
         """The store's cancel flag, read now (the final status of a stop by signal asks it)."""
         return self.store.cancel_requested(self.job_id)
 
-    def flush_now(self, store: JobStore | None = None) -> None:
-        # One lock over pop + commit: when the loop's flush() returns, rows the writer thread
-        # had already taken are committed too, not still in flight.
+    def _write(self, action: Callable[[JobStore], None]) -> None:
+        """After every step reported so far, in order (queued while the store is away)."""
+        self._writes.append(action)
+        self.flush_now()
+
+    def flush_now(self, store: JobStore | None = None) -> bool:
+        """Commit every pending step, then the queued writes; False (kept for a retry) while the store is away.
+
+        One lock over pop + commit: when the loop's flush() returns, rows the writer thread had
+        already taken are committed too, not still in flight."""
+        store = store or self.store
         with self._flush_lock:
-            rows = []
             while self._pending:
-                rows.append(self._pending.popleft())
-            (store or self.store).add_steps(rows)
+                self._unsaved.append(self._pending.popleft())
+            if len(self._unsaved) > self.max_pending:  # the bound: the oldest go first
+                self.dropped += len(self._unsaved) - self.max_pending
+                del self._unsaved[:len(self._unsaved) - self.max_pending]
+            try:
+                store.add_steps(self._unsaved)
+                self._unsaved = []
+                while self._writes:
+                    self._writes[0](store)
+                    self._writes.popleft()
+            except StoreError as exc:
+                self._report_outage(str(exc))
+                return False
+            self._report_outage(None)
+            return True
+
+    def _report_outage(self, problem: str | None) -> None:
+        """One line in the job's log when the store goes away, and one when it is back."""
+        if problem and self._outage is None:
+            print(f"store: {problem}; keeping up to {self.max_pending} steps in memory and retrying",
+                  file=sys.stderr, flush=True)
+        elif problem is None and self._outage is not None:
+            lost = f" ({self.dropped} oldest steps dropped)" if self.dropped else ""
+            print(f"store: reachable again; buffered metrics written{lost}", file=sys.stderr, flush=True)
+        self._outage = problem
 
     def close(self) -> None:
         self._closing.set()
         self._writer.join(timeout=30)
-        self.flush_now()
+        deadline = time.monotonic() + CLOSE_RETRY_S
+        while not self.flush_now() and time.monotonic() < deadline:
+            time.sleep(1.0)
+        if self._unsaved or self._writes:
+            print(f"store: gave up after {CLOSE_RETRY_S:.0f} s; {len(self._unsaved)} steps and "
+                  f"{len(self._writes)} records of job {self.job_id} were not written", file=sys.stderr, flush=True)
         self.store.close()
 
-    def _write_loop(self, store_path: Path) -> None:
-        store = JobStore(store_path)
+    def _write_loop(self, url: StoreUrl) -> None:
+        store = open_store(url)
         try:
             while not self._closing.wait(self.flush_s):
-                self.flush_now(store)
-                if not self._stop.is_set() and store.cancel_requested(self.job_id):
+                if self.flush_now(store) and not self._stop.is_set() and self._cancel_requested(store):
                     self.request_stop("cancel")
         finally:
             store.close()
+
+    def _cancel_requested(self, store: JobStore) -> bool:
+        try:
+            return store.cancel_requested(self.job_id)
+        except StoreError:
+            return False

@@ -67,7 +67,7 @@ def store_url(url: str | Path | StoreUrl | None = None) -> StoreUrl:
         return sqlite_url(url)
     raw = (url if url is not None else os.environ.get(ENV, "")).strip()
     if not raw:
-        return sqlite_url(settings.home() / DB_FILE)
+        return sqlite_url(_home() / DB_FILE)
     if raw.startswith("sqlite:///"):
         return sqlite_url(raw.removeprefix("sqlite://"))
     parts = urlsplit(raw)
@@ -77,3 +77,15 @@ def store_url(url: str | Path | StoreUrl | None = None) -> StoreUrl:
         return sqlite_url(raw)  # a plain path
     raise StoreError(f"{ENV}={mask(raw)} is not a store URL: use sqlite:///PATH/jobs.db or "
                      "postgresql://USER:PASSWORD@HOST:PORT/DB")
+
+
+def _home() -> Path:
+    try:
+        return settings.home()
+    except OSError as exc:  # DLGUIDE_HOME is a file, or cannot be created
+        from dlguide_core.jobs.store_errors import from_os
+
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            raise StoreError(f"DLGUIDE_HOME={os.environ.get('DLGUIDE_HOME')} is not a folder: point "
+                             "DLGUIDE_HOME at a folder (it holds the jobs and their store)") from None
+        raise from_os(exc, Path(os.environ.get("DLGUIDE_HOME", ".dlguide"))) from None

@@ -11,7 +11,8 @@ from functools import partial
 from pathlib import Path
 
 from dlguide_core.jobs.catalog import is_training
-from dlguide_core.jobs.store import JobError, JobStore, job_dir
+from dlguide_core.jobs.store import JobError, JobStore, job_dir, open_store
+from dlguide_core.jobs.store_url import StoreUrl
 from dlguide_core.training.tensorboard import (
     TensorBoardSink,
     open_writer,
@@ -45,14 +46,14 @@ def export_job(store: JobStore, job_id: str, logdir: Path) -> Path:
     return logdir
 
 
-def job_sink(store_path: Path, job_id: str, logdir: Path | None = None, flush_s: float = 2.0) -> TensorBoardSink:
+def job_sink(store_url: StoreUrl, job_id: str, logdir: Path | None = None, flush_s: float = 2.0) -> TensorBoardSink:
     """The running job's TensorBoardSink (in its folder unless `logdir`). Place it after the job's
     StoreSink in a TeeSink: its on_start then finds the store already trimmed to where this run starts."""
-    return TensorBoardSink(logdir or job_logdir(job_id), partial(_export_from, store_path, job_id), flush_s=flush_s)
+    return TensorBoardSink(logdir or job_logdir(job_id), partial(_export_from, store_url, job_id), flush_s=flush_s)
 
 
-def _export_from(store_path: Path, job_id: str, logdir: Path) -> None:
-    store = JobStore(store_path)  # the sink's own connection: it runs on the job process's threads
+def _export_from(store_url: StoreUrl, job_id: str, logdir: Path) -> None:
+    store = open_store(store_url)  # the sink's own connection: it runs on the job process's threads
     try:
         export_job(store, job_id, logdir)
     finally:

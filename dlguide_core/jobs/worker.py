@@ -26,7 +26,7 @@ from dlguide_core.errors import DlguideError
 from dlguide_core.gpu_slots import process_slot
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
-from dlguide_core.jobs.store import JobStore, job_dir
+from dlguide_core.jobs.store import JobStore, job_dir, open_store
 from dlguide_core.jobs.store_sink import StoreSink
 from dlguide_core.training import distributed
 from dlguide_core.training.configs import RunContext
@@ -94,7 +94,7 @@ def _local_sinks(env: DistEnv, store: JobStore, job_id: str) -> tuple[Any, Train
     if not env.is_writer:
         local = StopFlagSink()
         return local, WriterRankSink(local, env)
-    store_sink = StoreSink(store.path, job_id)
+    store_sink = StoreSink(store.url, job_id)
     return store_sink, WriterRankSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
 
 
@@ -134,7 +134,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
     distributed.die_with_parent()
     env = DistEnv.from_env()
     distributed.join_group(env)
-    store = JobStore() if job_id else None
+    store = open_store() if job_id else None
     try:
         env = replace(env, writer_rank=distributed.find_writer(env, owns_job=job_id is not None))
         payload = distributed.broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None,

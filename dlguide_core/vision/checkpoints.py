@@ -8,6 +8,7 @@ the recipe config (asdict of the frozen dataclass).
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import tempfile
@@ -38,6 +39,11 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_name, path)
+    except (OSError, RuntimeError) as exc:  # torch reports a full disk as "unexpected pos N vs M"
+        if not (getattr(exc, "errno", None) == errno.ENOSPC or "unexpected pos" in str(exc)):
+            raise
+        kept = f"; the previous {path.name} is kept" if path.is_file() else ""
+        raise CheckpointError(f"no space left on the device holding {path.parent}: free some space{kept}") from None
     finally:
         Path(tmp_name).unlink(missing_ok=True)
     return path

@@ -26,15 +26,17 @@ from dlguide_core.vision.models import job_checkpoints
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import FINAL, wait_for
 
+pytestmark = pytest.mark.usefixtures("store_url")  # on SQLite and on PostgreSQL (tests.conftest.store_url)
+
 
 def toy_config(tmp_path: Path, **fields):
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=10, val_per_class=2)
     return get_recipe("cifar_net").make_config(data=str(data), workers=0, device="cpu", lr=0.01, **fields)
 
 
-def test_store_is_wal_and_round_trips_a_job(tmp_path: Path) -> None:
+def test_store_is_wal_and_round_trips_a_job(tmp_path: Path, store_url: str) -> None:
     store = JobStore()
-    assert store._rows("PRAGMA journal_mode")[0][0] == "wal"
+    assert store.backend != "sqlite" or store._rows("PRAGMA journal_mode")[0][0] == "wal"
     job = store.create("cifar_net", "pytorch", {"epochs": 1})
     assert job.status == "queued" and job.config == {"epochs": 1} and job.job_dir.is_dir()
     store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 10.0, time.time(), None) for s in (1, 2, 3)])
@@ -138,10 +140,10 @@ def test_store_sink_makes_steps_readable_by_another_connection_while_it_runs() -
     """Functional only: how fast is a benchmark (bench/bench_training.py: end of step to readable, p95 <= 1 s)."""
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    sink = StoreSink(store.path, job.id, flush_s=0.1)
+    sink = StoreSink(store.url, job.id, flush_s=0.1)
     try:
         sink.on_step(1, 0, 2.0, 0.1, 100.0)
-        reader = JobStore(store.path)
+        reader = JobStore(store.url)
         wait_for(lambda: reader.last_step(job.id), timeout=30.0, every=0.02)
         with store._tx() as db:  # as `jobs cancel` would, for a running job
             db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job.id,))
@@ -174,6 +176,7 @@ def test_a_job_that_raises_is_failed_with_its_message(monkeypatch) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # slow: kill -9 covers PostgreSQL
 def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishes(tmp_path: Path) -> None:
     store = JobStore()
     job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=200))
@@ -194,10 +197,13 @@ def test_detached_job_streams_then_cancel_writes_a_checkpoint_and_resume_finishe
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # slow: test_store_backends kills writers on both
 def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: Path) -> None:
     store = JobStore()
     job = queue.submit(store, "cifar_net", toy_config(tmp_path, epochs=40))  # toy epochs take ~0.1 s: room to kill
     running = wait_for(lambda: (j := store.get(job.id)).status == "running" and j.checkpoint_step and j)
+    argv = Path(f"/proc/{running.pid}/cmdline").read_bytes().decode()
+    assert store.url.password is None or store.url.password not in argv  # the URL goes by environment only
     os.kill(running.pid, signal.SIGKILL)
     killed_at = time.time()
     dead = wait_for(lambda: (j := store.get(job.id)).status == "interrupted" and j, timeout=60)
@@ -219,6 +225,7 @@ def test_kill_9_is_interrupted_and_resume_continues_the_step_numbers(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # slow: kill -9 covers PostgreSQL
 def test_resume_trusts_the_checkpoint_file_when_the_store_record_lags_it(tmp_path: Path) -> None:
     """A kill between the checkpoint file's rename and the store's update leaves the record one save
     behind the file. Resume restores the file, so the steps between the two must survive (a CI run
@@ -250,7 +257,7 @@ def test_a_run_trims_the_metrics_past_where_it_starts() -> None:
     store.add_steps([(job.id, s, (s - 1) // 5, 1.0, 0.1, 10.0, time.time(), None) for s in range(1, 13)])
     for epoch in (0, 1):
         store.add_epoch(job.id, epoch, {"train_loss": 1.0, "val_loss": 1.0, "top1": 50.0, "top5": 100.0})
-    sink = StoreSink(store.path, job.id)
+    sink = StoreSink(store.url, job.id)
     try:
         sink.on_start(total_steps=20, epochs=4, class_names=("a", "b"), start_step=7, start_epoch=1)
     finally:

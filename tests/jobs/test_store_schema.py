@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from dlguide_core.errors import StoreError
 from dlguide_core.jobs import schema
+from dlguide_core.jobs.dialect import Postgres
 from dlguide_core.jobs.store import JobStore
+from tests.support.paths import ROOT
 from tests.support.v1_store import FIXTURE, JOBS
 
 
@@ -74,3 +80,51 @@ def test_a_store_newer_than_the_code_is_refused_and_left_untouched(tmp_path: Pat
     with pytest.raises(StoreError, match=r"schema v3, newer than this dlguide's v2"):
         JobStore()
     assert store.path.read_bytes() == before and not list(store.path.parent.glob("*.bak-*"))
+
+
+def _cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlguide_core", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def _everything(store: JobStore) -> list:
+    return [(j.to_json(), store.steps(j.id), store.epochs(j.id)) for j in store.list_jobs(refresh=False)]
+
+
+def test_a_v1_store_copied_to_postgresql_keeps_every_job_and_a_second_copy_adds_nothing(
+        tmp_path: Path, monkeypatch, postgres_server) -> None:
+    home = _v1_home(tmp_path)
+    monkeypatch.setenv("DLGUIDE_HOME", str(home))
+    target = postgres_server.create_database()
+    first = _cli("store", "copy", "--to", target)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"copied {len(JOBS)} jobs, 24 steps, 6 epochs")
+    assert postgres_server.password not in first.stdout + first.stderr
+    again = _cli("store", "copy", "--to", target)
+    assert again.returncode == 0 and again.stdout.startswith("copied 0 jobs, 0 steps, 0 epochs")
+    source, copy = JobStore(), JobStore(target)
+    assert _everything(copy) == _everything(source) and len(_everything(copy)) == len(JOBS)
+    for job in copy.list_jobs(refresh=False):
+        if job.checkpoint:  # the paths are the v1 release's, unchanged; the files stay in the job folders
+            assert job.checkpoint.endswith(f"/jobs/{job.id}/checkpoint.pt")
+            assert list((home / "jobs" / job.id / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_an_old_postgresql_store_is_upgraded_only_by_the_command(postgres_server, monkeypatch) -> None:
+    import psycopg
+
+    url = postgres_server.create_database()
+    with psycopg.connect(url, autocommit=True) as conn:  # the v1 tables, as the first release made them
+        for statement in schema.V1:
+            conn.execute(Postgres.translate(statement))
+        conn.execute("INSERT INTO jobs (id, recipe, framework, config, status, created) "
+                     "VALUES ('old-1', 'cifar_net', 'pytorch', '{}', 'succeeded', 1.0)")
+    monkeypatch.setenv("DLGUIDE_STORE_URL", url)
+    refused = _cli("jobs", "list")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "schema v1" in refused.stderr and "python -m dlguide_core store upgrade" in refused.stderr
+    assert json.loads(_cli("store", "info", "--json").stdout)["schema_version"] == 1
+    upgraded = _cli("store", "upgrade")
+    assert upgraded.returncode == 0 and "schema v2 (was v1)" in upgraded.stdout
+    assert [j.id for j in JobStore().list_jobs(refresh=False)] == ["old-1"]
+    assert _cli("store", "upgrade").stdout.strip().endswith("(already current)")

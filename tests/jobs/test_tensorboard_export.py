@@ -76,7 +76,7 @@ def test_export_usage(tmp_path: Path) -> None:
 def test_sink_mirrors_steps_and_epochs_and_a_resume_drops_redone_steps(tmp_path: Path) -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    sink = job_sink(store.path, job.id, flush_s=0.05)
+    sink = job_sink(store.url, job.id, flush_s=0.05)
     sink.on_start(total_steps=6, epochs=2, start_step=0, start_epoch=0)
     for s in range(1, 7):
         sink.on_step(s, (s - 1) // 3, 1.0 / s, 0.1, 50.0)
@@ -87,7 +87,7 @@ def test_sink_mirrors_steps_and_epochs_and_a_resume_drops_redone_steps(tmp_path:
     assert first["epoch/top1"] == [(0, 50.0)] and sink.failed is None
     # A resume from step 3: the store was trimmed to it (StoreSink.on_start), then the files follow.
     store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 50.0, 1000.0 + s, None) for s in (1, 2, 3)])
-    resumed = job_sink(store.path, job.id, flush_s=0.05)
+    resumed = job_sink(store.url, job.id, flush_s=0.05)
     resumed.on_start(total_steps=6, epochs=2, start_step=3, start_epoch=1)
     resumed.on_step(4, 1, 0.2, 0.1, 50.0)
     resumed.close()

@@ -39,3 +39,15 @@ def test_two_node_job_rendezvous_across_hosts_with_a_postgresql_store(hosts, tmp
         capture_output=True, text=True, timeout=120)
     assert reader.stdout.split() == ["succeeded", "n1", "slurm", "4"], reader.stderr
     assert f"{hosts.tag}pw" not in done.stdout + done.stderr  # the store's password never in the output
+
+
+def test_sqlite_store_with_nodes_on_other_hosts_is_named_at_submit(hosts) -> None:
+    """The embedded SQLite store cannot take metrics from other hosts: one line with the fix, before submitting."""
+    check = ("from dlguide_core.jobs.executors.slurm import SlurmExecutor; "
+             "print(SlurmExecutor().submit_warnings())")
+    done = hosts.run_in("ctl", [sys.executable, "-c", check], env={"DLGUIDE_STORE_URL": ""}, cwd=ROOT,
+                        capture_output=True, text=True, timeout=120)
+    assert "a job on n1, n2 cannot report its metrics: set DLGUIDE_STORE_URL=postgresql://" in done.stdout, done.stderr
+    with_pg = hosts.run_in("ctl", [sys.executable, "-c", check], env={"DLGUIDE_STORE_URL": hosts.store_url}, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert with_pg.stdout.strip() == "()"

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk dev test lint browser-deps postgres-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps postgres-deps slurm-deps bench clean
 
 install: $(STAMP)
 
@@ -45,6 +45,13 @@ browser-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will skip (install Debian's chromium)"; fi; }
 
+# Debian's slurm-wlm and munge for the tests' real single-node Slurm (tests/support/slurm.py; issue 20).
+# Installed only as root; otherwise those tests skip with the reason.
+slurm-deps:
+	@{ command -v sbatch >/dev/null 2>&1 && test -x /usr/sbin/munged; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	  else echo "slurm-wlm/munge missing and not root: the Slurm tests will skip (install Debian's slurm-wlm and munge)"; fi; }
+
 # The job store's PostgreSQL tests start a throwaway server from Debian's binaries (tests/support/postgres.py);
 # no default cluster is created (nothing listens until a test starts its own server).
 postgres-deps:
@@ -54,7 +61,7 @@ postgres-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
 
-test: install browser-deps postgres-deps lint
+test: install browser-deps postgres-deps slurm-deps lint
 	$(PY) -m pytest
 
 bench: install

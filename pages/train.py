@@ -19,10 +19,13 @@ from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
 from ui.auth import act_on_job
-from ui.cache import app_job_store
+from ui.cache import app_job_store, app_scheduler_watcher
 from ui.charts import curve_figure, epoch_figures, training_loss_figure
 from ui.dataset_picker import pick_dataset
 from ui.evaluation import evaluation_form
+from ui.executors import cancel as cancel_job
+from ui.executors import job_files, job_note, scheduler_banner, where
+from ui.executors import resume as resume_job
 from ui.kiosk import hide_in_kiosk
 from ui.runs import comparison_table
 from ui.tensorflow import tf_train_section
@@ -46,6 +49,8 @@ def _eta(seconds: float | None) -> str:
 def job_table() -> None:
     all_jobs = store.list_jobs()  # marks dead processes interrupted
     queue.dispatch(store)  # and starts queued jobs when a slot is free
+    report, _ = app_scheduler_watcher().latest()  # Slurm/Ray, synced in the background (never waited on here)
+    scheduler_banner(report)
     if not all_jobs:
         st.info("No jobs yet: start one above.")
         return
@@ -54,7 +59,8 @@ def job_table() -> None:
         "job": r["id"], "recipe": r["recipe"], "status": r["status"], "epoch": r["epoch"],
         "progress": f"{r['step'] or 0}/{r['total_steps'] or '?'}",
         "images/s": None if r["images_per_s"] is None else round(r["images_per_s"], 1),
-        "ETA": _eta(r["eta_s"]), "note": r["error"] or ""} for r in rows]), hide_index=True, key="train_jobs_table")
+        "ETA": _eta(r["eta_s"]), "runs on": where(j), "note": job_note(j, r["error"])}
+        for j, r in zip(all_jobs, rows)]), hide_index=True, key="train_jobs_table")
     job_actions(all_jobs)
 
 
@@ -67,11 +73,11 @@ def job_actions(all_jobs: list) -> None:
     try:
         # Each action reruns the page so the table above shows the new status now, not at the next refresh.
         if cancel.button("Cancel", key="train_cancel", disabled=job.status not in ACTIVE):
-            act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)
+            act_on_job(job, "cancel", lambda: cancel_job(store, job))  # owner or admin (ui.auth)
             st.toast(f"Cancelling {job_id} at its next step")
             st.rerun()
         if resume.button("Resume", key="train_resume", disabled=job.status not in RESUMABLE):
-            act_on_job(job, "resume", lambda: queue.resume(store, job_id))
+            act_on_job(job, "resume", lambda: resume_job(store, job))
             st.toast(f"Resumed {job_id}")
             st.rerun()
         if delete.button("Delete", key="train_delete", disabled=job.status in ACTIVE):
@@ -79,6 +85,7 @@ def job_actions(all_jobs: list) -> None:
             st.rerun()
     except DlguideError as exc:
         st.error(str(exc), icon=":material/block:")
+    job_files(job)
 
 
 def steps_of(job: Job) -> dict[str, list]:

@@ -175,3 +175,23 @@ def store_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, i
     url = request.getfixturevalue("postgres_server").create_database()
     monkeypatch.setenv("DLGUIDE_STORE_URL", url)
     return url
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real single-node Slurm (tests/support/slurm.py) for the session; SLURM_CONF points at it meanwhile."""
+    from tests.support import slurm
+
+    if reason := slurm.missing_reason():
+        pytest.skip(reason)
+    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm"))
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous

@@ -169,3 +169,20 @@ def existing_job_store():
         return job_store(url.raw)
     except StoreError:
         return None
+
+
+@st.cache_resource(show_spinner=False)
+def scheduler_watcher(url: str):
+    """One background sync of the schedulers (Slurm, Ray) per job store: pages read its last report."""
+    from dlguide_core.jobs.executors.tracking import Watcher
+
+    return Watcher(job_store(url))
+
+
+def app_scheduler_watcher():
+    """The watcher of the app's job store (app_job_store); a store that cannot be opened stops the run in one
+    line, as app_job_store does."""
+    try:
+        return scheduler_watcher(store_url().raw)
+    except StoreError as exc:
+        _stop_on(exc)

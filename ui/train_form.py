@@ -8,11 +8,13 @@ import streamlit as st
 
 from dlguide_core.data import image_folders
 from dlguide_core.errors import DistributedError, DlguideError
-from dlguide_core.jobs import launch, queue
+from dlguide_core.jobs import launch
 from dlguide_core.jobs.catalog import recipes
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 from ui.auth import current_user
+from ui.executors import run_on
+from ui.executors import submit as submit_to
 
 
 def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
@@ -66,7 +68,8 @@ def job_form(info: image_folders.DatasetInfo, store) -> None:
         st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
         return
     d = recipe.config_cls()
-    processes = devices_section(name, info, d.batch_size)
+    where = run_on(name)  # This machine / Slurm / Ray (ui.executors)
+    processes = devices_section(name, info, d.batch_size) if where.executor == "local" else where.config_values
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
@@ -94,8 +97,9 @@ def job_form(info: image_folders.DatasetInfo, store) -> None:
         values.update(processes)
         try:
             cfg = recipe.make_config(data=str(info.path), **values)
-            job = queue.submit(store, name, cfg, owner=current_user())  # None: the OS user
+            job = submit_to(store, name, cfg, where, owner=current_user())  # owner None: the OS user
             batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
-            st.success(f"Job {job.id} {job.status}: {batch}.", icon=":material/rocket_launch:")
+            on = f" on {where.executor} as {job.external_id}" if job.external_id else ""
+            st.success(f"Job {job.id} {job.status}{on}: {batch}.", icon=":material/rocket_launch:")
         except DlguideError as exc:
             st.error(str(exc), icon=":material/block:")

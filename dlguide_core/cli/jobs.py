@@ -1,4 +1,4 @@
-"""`jobs list|show|cancel|resume|export|delete`: inspect and steer training jobs."""
+"""`jobs list|show|cancel|resume|export|delete|logs`: inspect and steer training jobs, on any executor."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ import sys
 import time
 from pathlib import Path
 
+from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
+from dlguide_core.jobs.executors import tracking
+from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
 from dlguide_core.jobs.ownership import audit, authorize, cli_actor
 from dlguide_core.jobs.store import Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
@@ -41,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     form.add_argument("--tensorboard", metavar="DIR",
                       help="write event files to DIR/ID/ (for jobs made before every job wrote its own)")
     sub.add_parser("delete", help="forget a finished job and remove its folder").add_argument("id")
+    logs = sub.add_parser("logs", help="the job's log (local: job.log; Slurm: the batch output file)")
+    logs.add_argument("id")
+    logs.add_argument("--follow", action="store_true", help="keep printing until the job ends")
     p.set_defaults(func=run)
 
 
@@ -50,6 +56,8 @@ def job_json(store: JobStore, job: Job) -> dict:
     a hint, when the losses show the run diverging (dlguide_core.training.diagnostics; the status is unchanged);
     an evaluation job adds `evaluation` (the `evaluate --json` payload, None until it succeeds)."""
     data = job.to_json()
+    last = tracking.last_known(job.id)  # a scheduler's last word: Slurm's pending reason, say
+    data["scheduler"] = None if last is None else {"state": last.state, "reason": last.reason}
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
     data["last_step"] = store.last_step(job.id)
     data["epochs"] = store.epochs(job.id)
@@ -64,8 +72,21 @@ def job_json(store: JobStore, job: Job) -> dict:
 def run(args: argparse.Namespace) -> int:
     store = open_store()
     action = {"list": _list, "show": _show, "cancel": _cancel, "resume": _resume, "export": _export,
-              "delete": _delete}[args.action]
+              "delete": _delete, "logs": _logs}[args.action]
+    if args.action in ("list", "show", "cancel", "resume"):
+        _sync(store, args)
     return action(store, args)
+
+
+def _sync(store: JobStore, args: argparse.Namespace) -> None:
+    """Fold the schedulers' view into the store first (a Slurm job killed at its time limit, say)."""
+    jobs = [store.get(args.id)] if getattr(args, "id", None) else None
+    for message in tracking.sync(store, jobs).not_answering.values():
+        print(f"warning: {message}; its jobs show their last known state", file=sys.stderr)
+
+
+def _logs(store: JobStore, args: argparse.Namespace) -> int:
+    return print_log(store, args.id, args.follow)
 
 
 def _list(store: JobStore, args: argparse.Namespace) -> int:
@@ -93,7 +114,10 @@ def _show(store: JobStore, args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, default=str))
         return 0
     print(f"{job.id}  {job.recipe}  {job.status}" + (f"  ({job.error})" if job.error else ""))
-    print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}")
+    print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}"
+          + (f"  on {job.executor} as {job.external_id}" if job.executor != DEFAULT else ""))
+    if job.status in ("queued", "running") and data["scheduler"] and data["scheduler"]["reason"]:
+        print(f"  {data['scheduler']['reason']}")
     if data["last_step"]:
         last = data["last_step"]
         loss = "NaN" if last["loss"] is None else f"{last['loss']:.4f}"  # the store keeps a NaN loss as NULL
@@ -121,15 +145,22 @@ def _print_per_class(per_class: dict[str, float]) -> None:
 
 
 def _cancel(store: JobStore, args: argparse.Namespace) -> int:
-    authorize(owned := store.get(args.id), actor := cli_actor(), "cancel")  # the OS user: jobs.ownership
-    job = store.request_cancel(args.id)
-    audit(owned, actor, "cancel")
+    authorize(job := store.get(args.id), actor := cli_actor(), "cancel")  # the OS user: jobs.ownership
+    cancelled = get_executor(tracking.executor_of(job)).cancel(store, job)
+    audit(job, actor, "cancel")
+    job = cancelled
     print(f"job {job.id} {'cancelled' if job.status == 'cancelled' else 'stops at its next step'}")
     return 0
 
 
 def _resume(store: JobStore, args: argparse.Namespace) -> int:
     authorize(owned := store.get(args.id), actor := cli_actor(), "resume")
+    name = tracking.executor_of(owned)
+    if name != DEFAULT:  # a new batch job (a new external id) from the last checkpoint
+        job = get_executor(name).resume(store, args.id)
+        audit(owned, actor, "resume")
+        print(f"job {job.id} resumed on {name} as {job.external_id}", file=sys.stderr)
+        return follow_to_end(store, job.id, as_json=False) if not args.detach else 0
     if not args.detach:  # running in this process at once: no dispatcher can take it
         job = store.prepare_resume(args.id, claim_pid=os.getpid())
         audit(owned, actor, "resume")

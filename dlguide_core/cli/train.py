@@ -19,7 +19,7 @@ from dlguide_core.errors import DistributedError
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
-from dlguide_core.training.configs import AMP_DTYPE_FLAGS, ConfigError
+from dlguide_core.training.configs import AMP_DTYPE_FLAGS, RDZV_BY_SCHEDULER, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
 from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
 
@@ -61,9 +61,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       "resuming from the last checkpoint")
     dist.add_argument("--sync-batchnorm", action="store_true", help="SyncBatchNorm across GPUs")
     dist.add_argument("--scale-lr", action="store_true", help="linear scaling rule: lr x number of processes")
+    add_executor_arguments(p)
     p.add_argument("--detach", action="store_true", help="queue the job and return at once")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """--executor and one argument group per executor (their dests are the executor's option fields)."""
+    from dlguide_core.jobs.executors.registry import DEFAULT, names
+
+    p.add_argument("--executor", choices=names(), default=DEFAULT,
+                   help="where the job runs: this machine (default), a Slurm cluster or a Ray cluster")
+    slurm = p.add_argument_group("--executor slurm (docs/CLUSTERS.md); --nnodes M --nproc-per-node N ask for M "
+                                 "nodes with N GPUs (or N tasks on CPUs) each")
+    slurm.add_argument("--partition", metavar="P", help="default: DLGUIDE_SLURM_PARTITION, else the cluster's")
+    slurm.add_argument("--account", metavar="A", help="default: DLGUIDE_SLURM_ACCOUNT")
+    slurm.add_argument("--time", metavar="HH:MM:SS", help="time limit; default: DLGUIDE_SLURM_TIME, else the "
+                       "partition's (the job checkpoints and becomes interrupted before it)")
 
 
 def build_config(args: argparse.Namespace):
@@ -80,7 +95,7 @@ def build_config(args: argparse.Namespace):
     if recipe.framework == "pytorch":  # the TensorFlow recipes have no autocast setting
         overrides["amp_dtype"] = AMP_DTYPE_FLAGS[args.amp_dtype]
     cfg = recipe.make_config(**overrides)
-    if recipe.framework == "pytorch":
+    if recipe.framework == "pytorch" and args.executor == "local":  # a cluster's nodes have their own devices
         distributed.check_devices(cfg.device, cfg.sync_batchnorm)
     return cfg
 
@@ -115,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --data DIR is required for {args.recipe} (see `python -m dlguide_core prepare`)",
               file=sys.stderr)
         return EXIT_USAGE
+    if args.executor != "local":
+        return submit_elsewhere(args)
     if args.node_rank:
         return join_run(args)
     try:
@@ -134,6 +151,47 @@ def run(args: argparse.Namespace) -> int:
     # created running in this process: no dispatcher can take it meanwhile
     job = queue.submit(store, args.recipe, cfg, start=False, claim_pid=os.getpid())
     return run_foreground(store, job.id, args.json)
+
+
+def submit_elsewhere(args: argparse.Namespace) -> int:
+    """--executor slurm|ray: hand the job to the cluster's scheduler, then follow its log (or return: --detach)."""
+    from dlguide_core.cli.job_logs import follow_to_end
+    from dlguide_core.jobs.executors.base import options_from
+    from dlguide_core.jobs.executors.registry import get_executor
+
+    executor = get_executor(args.executor)
+    for dest in executor.refused_flags:
+        if getattr(args, dest, None):
+            print(f"error: --{dest.replace('_', '-')} is not used with --executor {args.executor}: "
+                  f"{executor.refused_flags[dest]}", file=sys.stderr)
+            return EXIT_USAGE
+    ok, reason = executor.available()
+    if not ok:
+        print(f"error: --executor {args.executor} cannot be used here: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+    if (args.nnodes or 1) > 1:
+        args.rdzv_endpoint = RDZV_BY_SCHEDULER  # the job's first node, known when it starts
+    try:
+        cfg = build_config(args)
+    except (ConfigError, DistributedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    options = options_from(executor.options_cls, vars(args))
+    for warning in executor.submit_warnings(options):
+        print(f"warning: {warning}", file=sys.stderr)
+    store = open_store()
+    try:
+        job = executor.submit(store, args.recipe, cfg, options)
+    except (ConfigError, DistributedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.detach:
+        print(json.dumps({"job_id": job.id, "executor": job.executor, "external_id": job.external_id})
+              if args.json else f"job {job.id} submitted to {args.executor} as {job.external_id}; follow it with "
+              f"`python -m dlguide_core jobs logs {job.id} --follow`")
+        return EXIT_OK
+    print(f"job {job.id}: submitted to {args.executor} as {job.external_id}", file=sys.stderr)
+    return follow_to_end(store, job.id, args.json)
 
 
 def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:

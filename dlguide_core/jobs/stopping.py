@@ -37,6 +37,13 @@ def final_status(result: RunResult, sink: Any) -> tuple[str, str | None]:
     """(status, error) of a run that returned: done, cancelled, or interrupted by `sink.stop_reason`."""
     if result.status == "completed":
         return "succeeded", None
-    if sink.stop_reason == "cancel":
+    if sink.stop_reason == "cancel" or _cancel_flag_set(sink):
         return "cancelled", None
     return "interrupted", f"stopped by {sink.stop_reason or 'request'} at step {result.step}; resume continues it"
+
+
+def _cancel_flag_set(sink: Any) -> bool:
+    """A cancel sets the store's flag, then a scheduler's TERM may arrive before the flag is polled
+    (`scancel --signal=TERM`): the stop is still the cancel the user asked for."""
+    check = getattr(sink, "cancel_was_requested", None)
+    return bool(check and check())

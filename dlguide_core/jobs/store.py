@@ -86,7 +86,13 @@ class JobStore(MetricTables):
         gone: list[str] = []
         if self.read_only:
             return gone
-        for row in self._rows("SELECT id, pid, pid_started, started FROM jobs WHERE status = 'running'"):
+        for row in self._rows("SELECT id, pid, pid_started, started, executor, host, boot_id FROM jobs "
+                              "WHERE status = 'running'"):
+            # A pid is checked only where it was taken (host, boot, PID namespace); a scheduler's job before its
+            # process recorded where it runs is the scheduler's to judge (jobs.executors.tracking).
+            if not liveness.can_judge(row["host"], row["boot_id"]) or (
+                    row["host"] is None and (row["executor"] or "local") != "local"):
+                continue
             reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
             if reason and self._set_status(row["id"], "interrupted", reason, only_if="running"):
                 gone.append(row["id"])
@@ -112,9 +118,11 @@ class JobStore(MetricTables):
             return None  # a read-only store is only read: nothing starts from it
         with self._tx() as db:
             self._backend.lock_claims(db)
-            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
-            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
-                             "LIMIT 1").fetchone()
+            # This machine's queue: jobs of other executors run (and wait) on their scheduler, not here.
+            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running' AND executor = 'local'"
+                                 ).fetchall()
+            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' AND executor = 'local' "
+                             "ORDER BY created, id LIMIT 1").fetchone()
             if row is None:
                 return None
             used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}
@@ -137,7 +145,9 @@ class JobStore(MetricTables):
         return self.get(job_id, refresh=False)
 
     def set_pid(self, job_id: str, pid: int) -> None:
-        self._update(job_id, pid=pid, pid_started=liveness.process_start(pid))
+        """The job's process: its pid and start time, and where that pid means something (host, boot id)."""
+        host, boot_id = liveness.process_identity()
+        self._update(job_id, pid=pid, pid_started=liveness.process_start(pid), host=host, boot_id=boot_id)
 
     def finish(self, job_id: str, status: str, error: str | None = None) -> None:
         if status not in STATUSES or status in ACTIVE:
@@ -205,9 +215,11 @@ class JobStore(MetricTables):
     @staticmethod
     def _claim_in(db: Any, job_id: str, pid: int) -> None:
         """queued -> running in process `pid` (slot 0, outside the queue's limit), inside transaction `db`."""
+        host, boot_id = liveness.process_identity()  # where the pid means something
         done = db.execute("UPDATE jobs SET status = 'running', slot = 0, started = ?, error = NULL, pid = ?, "
-                          "pid_started = ?, attempts = attempts + 1 WHERE id = ? AND status = 'queued'",
-                          (time.time(), pid, liveness.process_start(pid), job_id))
+                          "pid_started = ?, host = ?, boot_id = ?, attempts = attempts + 1 "
+                          "WHERE id = ? AND status = 'queued'",
+                          (time.time(), pid, liveness.process_start(pid), host, boot_id, job_id))
         if done.rowcount != 1:
             raise JobError(f"job {job_id} is not queued")
 

@@ -93,6 +93,10 @@ class StoreSink(NullSink):
         self.stop_reason = self.stop_reason or reason
         self._stop.set()
 
+    def cancel_was_requested(self) -> bool:
+        """The store's cancel flag, read now (the final status of a stop by signal asks it)."""
+        return self.store.cancel_requested(self.job_id)
+
     def _write(self, action: Callable[[JobStore], None]) -> None:
         """After every step reported so far, in order (queued while the store is away)."""
         with self._flush_lock:

@@ -162,7 +162,8 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
         if env.is_writer and status:
             store.finish(payload["job_id"], status, message)
             print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
-            dispatch(store)  # our slot is free: start the next queued job, as the job runner does
+            if store.get(payload["job_id"], refresh=False).executor == "local":
+                dispatch(store)  # our slot is free: start the next queued job, as the job runner does
         return code
     finally:
         if store is not None:

@@ -66,10 +66,15 @@ class TrainConfig:
         _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
         _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
         _check(self.max_restarts >= 0, "max restarts cannot be negative")
-        if self.nnodes > 1 and (problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
+        if self.nnodes > 1 and self.rdzv_endpoint != RDZV_BY_SCHEDULER and (
+                problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
             raise ConfigError(problem)
         _check(not (self.sync_batchnorm and base == "cpu"),
                "sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
+
+
+# The rendezvous of a job a cluster scheduler runs: chosen when the job starts (its first node), not at submit.
+RDZV_BY_SCHEDULER = "scheduler"
 
 
 def rdzv_endpoint_problem(endpoint: str) -> str | None:

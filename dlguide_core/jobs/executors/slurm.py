@@ -1,0 +1,204 @@
+"""The Slurm executor: a job becomes a batch job (jobs.executors.slurm_script), watched with squeue/scontrol.
+
+Submit writes `sbatch.sh` into the job folder and runs sbatch with the submitter's environment (DLGUIDE_HOME,
+DLGUIDE_STORE_URL: never argv), minus this machine's GPU binding. The job's process (jobs.executors.job_entry)
+claims the job and records its own result; Slurm's state is read only for what the job cannot say (STATES).
+Cancel: `scancel` for a pending job, else the store's cancel flag and `scancel --signal=TERM --full` (the same
+checkpointed stop as a local job). Resume: a new batch job from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from dlguide_core import settings
+from dlguide_core.errors import DistributedError
+from dlguide_core.jobs.executors import slurm_commands as commands
+from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, save_options
+from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, time_seconds, write_script
+from dlguide_core.jobs.store import Job, JobStore, job_dir
+from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError
+
+# Slurm JobState -> dlguide status (the issue's table); states not listed: no opinion.
+STATES = {
+    **dict.fromkeys(("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED"), "queued"),
+    **dict.fromkeys(("RUNNING", "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING"), "running"),
+    "COMPLETED": "succeeded",
+    "CANCELLED": "cancelled",
+    **dict.fromkeys(("TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"), "interrupted"),
+    **dict.fromkeys(("FAILED", "OUT_OF_MEMORY"), "failed"),
+}
+PENDING_REASONS = {  # Slurm's Reason codes in words (others are shown as Slurm spells them)
+    "Resources": "waiting for resources", "Priority": "waiting behind jobs of higher priority",
+    "Dependency": "waiting for a job it depends on", "BeginTime": "waiting for its start time",
+    "PartitionConfig": "asks for more than the partition has", "ReqNodeNotAvail": "the nodes it needs are down",
+    "JobHeldUser": "held by its user", "JobHeldAdmin": "held by an administrator", "None": "waiting to be scheduled",
+    "QOSMaxJobsPerUserLimit": "the QOS limit of jobs per user is reached",
+    "AssocGrpGRES": "the account's GPU limit is reached",
+    "PartitionTimeLimit": "its time limit exceeds the partition's",
+}
+TIME_FORMAT = "HH:MM:SS"
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """--partition, --account, --time; unset: DLGUIDE_SLURM_PARTITION / _ACCOUNT / _TIME, else Slurm's defaults."""
+
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+
+    def resolved(self) -> SlurmOptions:
+        env = os.environ
+        return SlurmOptions(self.partition or env.get("DLGUIDE_SLURM_PARTITION") or None,
+                            self.account or env.get("DLGUIDE_SLURM_ACCOUNT") or None,
+                            self.time or env.get("DLGUIDE_SLURM_TIME") or None)
+
+
+def check_time(value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        if time_seconds(value) <= 0:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"--time must be a Slurm time limit such as 01:30:00 ({TIME_FORMAT}), "
+                          f"not {value!r}") from None
+
+
+def describe_reason(reason: str) -> str:
+    return PENDING_REASONS.get(reason, reason)
+
+
+class SlurmExecutor(Executor):
+    name = "slurm"
+    options_cls = SlurmOptions
+    refused_flags = {"rdzv_endpoint": "Slurm's job rendezvouses on its first node",
+                     "node_rank": "Slurm starts every node of the job itself"}
+
+    def available(self) -> Availability:
+        tool = commands.missing_tool()
+        return Availability(False, f"`{tool}` is not on PATH") if tool else Availability(True, None)
+
+    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None, owner: str | None = None) -> Job:
+        from dlguide_core.jobs.catalog import get_recipe
+        from dlguide_core.jobs.ownership import os_user
+
+        found = get_recipe(recipe)
+        if not isinstance(config, found.config_cls):
+            raise ConfigError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
+        if getattr(config, "rdzv_endpoint", "") not in ("", RDZV_BY_SCHEDULER):
+            raise DistributedError(f"--rdzv-endpoint is not used with Slurm: {self.refused_flags['rdzv_endpoint']}")
+        options = (options or SlurmOptions()).resolved()
+        check_time(options.time)
+        job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
+        return self.hand_over(store, job, options)
+
+    def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
+        save_options(job.id, options)
+        plan = self.plan(job, options)
+        try:
+            script = write_script(plan)
+            external_id = commands.sbatch(str(script), self.submit_env())
+        except Exception as exc:
+            store.finish(job.id, "failed", f"could not submit to Slurm: {exc}")
+            raise
+        store.set_external(job.id, self.name, external_id)
+        return store.get(job.id, refresh=False)
+
+    def plan(self, job: Job, options: SlurmOptions) -> BatchPlan:
+        cfg = job.config
+        device = str(cfg.get("device", "auto"))
+        gpus = device == "cuda" or (device == "auto" and self._partition_has_gpus(options.partition))
+        return BatchPlan(job.id, job_dir(job.id), nnodes=int(cfg.get("nnodes", 1) or 1),
+                         nproc_per_node=int(cfg.get("nproc_per_node", 1) or 1), gpus=gpus,
+                         partition=options.partition, account=options.account, time=options.time,
+                         max_restarts=int(cfg.get("max_restarts", 0) or 0))
+
+    @staticmethod
+    def _partition_has_gpus(name: str | None) -> bool:
+        parts = commands.partitions()
+        chosen = next((p for p in parts if p.name == name or (name is None and p.default)), None)
+        return bool(chosen and chosen.has_gpus)
+
+    @staticmethod
+    def submit_env() -> dict[str, str]:
+        env = commands.clean_env(os.environ)
+        env["DLGUIDE_HOME"] = str(settings.home().resolve())  # a relative home means nothing on a node
+        return env
+
+    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+        """One line when the job's nodes cannot reach the store: SQLite in DLGUIDE_HOME on this machine."""
+        if (os.environ.get("DLGUIDE_STORE_URL") or "sqlite").startswith("sqlite"):
+            options = (options or SlurmOptions()).resolved()
+            try:
+                parts = commands.partitions()
+            except Exception:  # noqa: BLE001 - the submit itself says what is wrong with Slurm
+                return ()
+            chosen = next((p for p in parts if p.name == options.partition or
+                           (options.partition is None and p.default)), None)
+            others = [n for n in commands.hostnames(chosen.nodes) if n not in _this_host()] if chosen else []
+            if others:
+                return (f"the job store is SQLite on this machine, so a job on {', '.join(others[:3])} cannot report "
+                        "its metrics: set DLGUIDE_STORE_URL=postgresql://... for a store every node reaches "
+                        "(docs/CLUSTERS.md)",)
+        return ()
+
+    def status(self, job: Job) -> ExternalStatus:
+        external = getattr(job, "external_id", None)
+        if not external:
+            return ExternalStatus(None, "not submitted to Slurm", "")
+        found = commands.job_state(external)
+        if found is None:
+            return ExternalStatus(None, f"Slurm no longer knows job {external}", "")
+        state = found.state.split()[0].rstrip("+")
+        status = STATES.get(state)
+        if status == "queued":
+            return ExternalStatus(status, f"Slurm: {describe_reason(found.reason)}", state)
+        if status in ("failed", "interrupted"):
+            return ExternalStatus(status, self._ending_reason(job, external, state, found.reason), state)
+        return ExternalStatus(status, None, state)
+
+    def _ending_reason(self, job: Job, external: str, state: str, reason: str) -> str:
+        words = {"TIMEOUT": "the time limit ended it", "NODE_FAIL": "a node failed", "PREEMPTED": "it was preempted",
+                 "OUT_OF_MEMORY": "it ran out of memory"}.get(state, reason if reason not in ("", "None") else state)
+        last = _last_line(self._log_file(job.id, external))
+        return f"Slurm job {external} {state}: {words}" + (f"; last log line: {last}" if last else "")
+
+    def cancel(self, store: JobStore, job: Job) -> Job:
+        external = getattr(job, "external_id", None)
+        if job.status == "queued":
+            job = store.request_cancel(job.id)
+            if external:
+                commands.scancel(external)
+            return job
+        job = store.request_cancel(job.id)  # the flag first: the TERM then ends it as cancelled
+        if external:
+            commands.scancel(external, signal="TERM")
+        return job
+
+    def log_file(self, job: Job) -> Path:
+        return self._log_file(job.id, getattr(job, "external_id", None) or "")
+
+    @staticmethod
+    def _log_file(job_id: str, external: str) -> Path:
+        return Path(str(output_file(job_dir(job_id))).replace("%j", external))
+
+
+def _this_host() -> set[str]:
+    name = socket.gethostname()
+    return {name, name.split(".")[0], "localhost", socket.getfqdn()}
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
+            lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return None
+    return lines[-1][:200] if lines else None

@@ -1,0 +1,42 @@
+"""The "Run on" choice: an executor whose tools are missing is marked unavailable with the reason and cannot
+submit; picking Slurm shows its fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+
+def _script() -> None:
+    import streamlit as st
+
+    from ui.executors import run_on
+
+    where = run_on("cifar_net")
+    st.write(f"executor={where.executor} problem={where.problem}")
+
+
+def test_slurm_without_sbatch_is_unavailable_with_the_reason(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm tools
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    radio = at.radio(key="train_cifar_net_run_on")
+    assert radio.options[:2] == ["This machine", "Slurm (unavailable)"] and radio.value == "local"
+    radio.set_value("slurm").run()
+    assert "Slurm cannot be used here: `sbatch` is not on PATH" in at.warning[0].value
+    assert "executor=slurm problem=Slurm: `sbatch` is not on PATH" in at.markdown[-1].value
+
+
+def test_slurm_fields_when_slurm_is_not_answering(tmp_path: Path, monkeypatch) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("sbatch", "squeue", "scontrol", "scancel", "sinfo"):
+        (fake / tool).write_text("#!/bin/sh\necho 'sinfo: error: Unable to contact slurm controller' >&2\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    at.radio(key="train_cifar_net_run_on").set_value("slurm").run()
+    assert any("Slurm is not answering" in w.value for w in at.warning)
+    assert at.text_input(key="train_cifar_net_slurm_account") is not None
+    assert at.number_input(key="train_cifar_net_slurm_nodes").value == 1
+    assert "executor=slurm problem=None" in at.markdown[-1].value

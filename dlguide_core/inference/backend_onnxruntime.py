@@ -123,6 +123,15 @@ def _with_provider_options(providers: list[str], options: BackendOptions) -> lis
     return out
 
 
+def physical_cores() -> int:
+    """Physical cores (not hyper-threads): what an intra-op pool should use on a CPU (psutil, else all CPUs)."""
+    import os
+
+    import psutil
+
+    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+
+
 def session_options(options: BackendOptions):
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
     import onnxruntime as ort

@@ -269,6 +269,18 @@ def test_migraphx_second_start_loads_the_mxr_instead_of_compiling(fake_migraphx,
     assert "compile" in fake_migraphx.names()
 
 
+def test_migraphx_cpu_target_compiles_every_start_and_never_loads_the_mxr(fake_migraphx, cifar):
+    """Issue 26: on the cpu target a program loaded from .mxr in a new process runs oneDNN's reference
+    convolutions (~100x slower); every start compiles instead, and the file is not rewritten."""
+    cpu = BackendOptions(target="cpu")
+    prepare_backend("migraphx", cifar, batch_size=2, options=cpu)
+    assert compiled_path(cifar, 2, cpu, "cpu").is_file()
+    fake_migraphx.calls.clear()
+    again = prepare_backend("migraphx", cifar, batch_size=2, options=cpu)
+    assert fake_migraphx.names() == ["parse_onnx", "get_target", "compile", "run"]  # no load, no save
+    assert again.describe()["from_cache"] is False and again.describe()["compile_s"] >= 0
+
+
 def test_migraphx_fp16_quantises_before_compiling(fake_migraphx, cifar):
     backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="gpu", precision="fp16"))
     names = fake_migraphx.names()

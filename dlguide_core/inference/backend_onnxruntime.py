@@ -25,6 +25,11 @@ from dlguide_core.vision.models import LoadedModel
 ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
                            "CPUExecutionProvider")
 ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
+# Intra-op workers block between parallel sections instead of spin-waiting. bench/bench_cpu_floor.py (issue 26,
+# docs/BENCHMARKS.md), Inception v3 batch 1 on the shared 2-core box: fp32 p50 2.1x lower without spinning
+# (spinning workers burn the time slices the other worker needs when the cores are shared); sequential
+# execution, level "all" (its NCHWc layout: 1.17x) and ORT's default of one thread per physical core stay.
+INTRA_OP_SPINNING = "0"
 
 
 class OnnxRuntimeBackend(Backend):
@@ -145,4 +150,5 @@ def session_options(options: BackendOptions):
     so.intra_op_num_threads = options.intra_op_threads
     so.inter_op_num_threads = options.inter_op_threads
     so.log_severity_level = 3  # errors only: fallback warnings are reported through `provider`
+    so.add_session_config_entry("session.intra_op.allow_spinning", INTRA_OP_SPINNING)
     return so

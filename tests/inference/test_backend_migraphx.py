@@ -126,7 +126,8 @@ def test_without_an_amd_gpu_the_cpu_target_is_offered_instead(mgx, cifar):
     assert "migraphx" in choice.backend_choices()
     fastest = choice.fastest_available(cifar)
     assert (fastest.name, fastest.options.target) == ("onnxruntime", "cpu")  # not ranked statically
-    assert [(c.name, c.options.target) for c in choice.cpu_contenders(fastest)] == [("migraphx", "cpu")]
+    contenders = [(c.name, c.options.target, c.options.precision) for c in choice.cpu_contenders(fastest)]
+    assert contenders == [("onnxruntime", "cpu", "int8"), ("migraphx", "cpu", "fp32")]
 
 
 def test_devices_json_lists_what_each_target_runs(mgx):

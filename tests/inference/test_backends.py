@@ -200,6 +200,8 @@ def test_graph_optimisation_and_threads_reach_the_session_options():
     so = backend_onnxruntime.session_options(options)
     assert so.intra_op_num_threads == 3 and so.inter_op_num_threads == 1
     assert so.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    # issue 26: workers that spin-wait took 2.1x longer per image on a shared CPU (docs/BENCHMARKS.md)
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_torch_compile_option_runs_through_torch_compile(cifar):

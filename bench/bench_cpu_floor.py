@@ -146,7 +146,7 @@ def agreement_photos(limit: int) -> list[Path]:
     return list(bundled_samples().values()) + val
 
 
-DISTINCT = ("eager channels_last", "TorchScript", "torch.compile", "ORT fp32 dlguide", "ORT int8 dlguide", "MIGraphX")
+DISTINCT = ("eager channels_last", "TorchScript", "torch.compile", "ORT fp32 dlguide", "ORT int8 dlguide")
 
 
 def top1_agreement(variants: dict[str, Run], loaded, photos: list[Path], chunk: int = 16) -> dict[str, float]:

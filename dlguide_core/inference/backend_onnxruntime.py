@@ -26,9 +26,9 @@ ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider",
                            "CPUExecutionProvider")
 ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
 # Intra-op workers block between parallel sections instead of spin-waiting. bench/bench_cpu_floor.py (issue 26,
-# docs/BENCHMARKS.md), Inception v3 batch 1 on the shared 2-core box: fp32 p50 2.1x lower without spinning
-# (spinning workers burn the time slices the other worker needs when the cores are shared); sequential
-# execution, level "all" (its NCHWc layout: 1.17x) and ORT's default of one thread per physical core stay.
+# docs/BENCHMARKS.md), Inception v3 batch 1 on the shared 2-core box: p50 1.9-2.1x lower without spinning, fp32
+# and int8 alike (spinning workers burn the time slices the other worker needs when the cores are shared);
+# sequential execution, level "all" (its NCHWc layout: 1.2-1.5x) and ORT's thread default (physical cores) stay.
 INTRA_OP_SPINNING = "0"
 
 

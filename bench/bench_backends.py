@@ -9,7 +9,7 @@ ONNX Runtime fp32 and ONNX Runtime int8 (static QDQ). They are timed in alternat
 so load from other processes hits all alike; the ratios are what counts. Each row also
 reports agreement with the guide's eager logits. MIGraphX (its gpu target on a ROCm host, else
 "MIGraphX (CPU)") compiles one program per batch size and precision; its compile time and the
-time to load the saved .mxr on a second start are printed under the table. Prints Markdown.
+second start (gpu: the saved .mxr loaded; cpu: compiled again, issue 26) are printed under the table. Prints Markdown.
 """
 
 from __future__ import annotations

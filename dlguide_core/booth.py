@@ -116,16 +116,36 @@ def fastest_runner(loaded: LoadedModel) -> Runner:
     else:
         raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(registry.BACKENDS)}, "
                            f"not {choice!r}")
-    return Runner(f"{backend.label} · {backend.provider}", provider_device(backend.provider, loaded), backend.run,
-                  why=why)
+    return Runner(f"{variant_label(backend)} · {backend.provider}", provider_device(backend.provider, loaded),
+                  backend.run, why=why)
 
 
 RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per contender, once per process
 
 
+def choice_rule() -> str:
+    """The rule `fastest_runner` follows, in words, for the booth info and the Devices page."""
+    from dlguide_core.inference.choice import AGREEMENT_MIN, CHECK_VAL_PHOTOS
+
+    return (f"Booth backend: DLGUIDE_KIOSK_BACKEND when set; else a compiled GPU runtime when there is one "
+            f"(MIGraphX on an AMD GPU, then ONNX Runtime on a GPU provider, then PyTorch on the GPU); on a CPU, "
+            f"ONNX Runtime fp32, ONNX Runtime int8 and MIGraphX (CPU) fp32 are each timed on one sample photo "
+            f"({RANKING_WARMUP} warm-up + {RANKING_ITERS} runs) and the lowest p50 wins, among the variants that "
+            f"agree with eager PyTorch: fp32 ones give its answers (MIGraphX is checked when it compiles), int8 "
+            f"only where its top-1 matches eager on at least {AGREEMENT_MIN:.0%} of the bundled photos and up to "
+            f"{CHECK_VAL_PHOTOS} val photos under the data roots. Eager PyTorch when nothing else runs.")
+
+
+def variant_label(backend: Backend) -> str:
+    """"ONNX Runtime", "ONNX Runtime int8", "MIGraphX (CPU)": the label plus any reduced precision."""
+    precision = backend.options.precision
+    return backend.label if precision == "fp32" else f"{backend.label} {precision}"
+
+
 def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
-    """`choice.prepare_fastest`, then, on a CPU host, the contenders it names (MIGraphX (CPU) against
-    ONNX Runtime) prepared and timed on one sample photo: the fastest p50 wins. Returns it and the ranking."""
+    """`choice.prepare_fastest`, then, on a CPU host, the contenders it names (ORT int8 where it agrees with
+    eager, MIGraphX (CPU)) prepared and timed on one sample photo: the fastest p50 wins (`choice_rule`).
+    Returns it and the ranking."""
     from dlguide_core.inference import backend_base, choice, registry
 
     best = choice.prepare_fastest(loaded)
@@ -133,18 +153,25 @@ def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
     if not contenders:
         return best, f"{best.label}: {choice.fastest_available(loaded).reason}"
     batch = backend_base.sample_batch(loaded, 1)  # (1, 3, crop, crop)
-    timed = [(measure_p50_ms(best, batch), best)]
+    timed, left_out = [(measure_p50_ms(best, batch), best)], []
     for contender in contenders:
         try:
             other = registry.prepare_backend(contender.name, loaded, options=contender.options)
         except DlguideError:
             continue  # a contender that cannot prepare here simply does not run
+        if contender.options.precision != "fp32":
+            photos = choice.check_photos()
+            agree = choice.top1_agreement(loaded, other, photos)
+            if agree < choice.AGREEMENT_MIN:
+                left_out.append(f"{variant_label(other)} (top-1 agrees on {agree:.1%} of {len(photos)} photos)")
+                continue
         first_ms = measure_once_ms(other, batch)
         # Clearly slower on its first run (e.g. a cpu-target .mxr loaded in a new process: ~100x): no more runs.
         timed.append((first_ms if first_ms > 3 * timed[0][0] else measure_p50_ms(other, batch), other))
     timed.sort(key=lambda pair: pair[0])
-    ranking = " < ".join(f"{b.label} {ms:.1f} ms" for ms, b in timed)
-    return timed[0][1], f"measured p50 on one photo: {ranking}"
+    ranking = " < ".join(f"{variant_label(b)} {ms:.1f} ms" for ms, b in timed)
+    dropped = f"; left out: {', '.join(left_out)}" if left_out else ""
+    return timed[0][1], f"measured p50 on one photo: {ranking}{dropped}"
 
 
 def measure_once_ms(backend: Backend, batch: torch.Tensor) -> float:

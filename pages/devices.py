@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dlguide_core import devices
+from dlguide_core import booth, devices
 from ui.auth import network_warning
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
@@ -56,6 +56,7 @@ if report.migraphx_targets:
         f"**{name}**: " + (t["error"] or ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"]
                                                                         else ""))
         for name, t in report.migraphx_targets.items()))
+st.caption(booth.choice_rule())  # how the booth picks among these (issue 26)
 
 st.subheader("TensorFlow")
 tf = report.tensorflow

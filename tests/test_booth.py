@@ -88,3 +88,32 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, small: LoadedModel) -> 
     monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "warp-drive")
     with pytest.raises(DlguideError, match="auto or one of"):
         booth.fastest_runner(small)
+
+
+def test_choice_rule_is_stated_from_the_constants_the_booth_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dlguide_core.inference import choice
+
+    rule = booth.choice_rule()
+    assert "lowest p50 wins" in rule and "ONNX Runtime int8" in rule and "MIGraphX (CPU)" in rule
+    assert f"{booth.RANKING_WARMUP} warm-up + {booth.RANKING_ITERS} runs" in rule and "99%" in rule
+    monkeypatch.setattr(choice, "AGREEMENT_MIN", 0.95)
+    assert "at least 95%" in booth.choice_rule()
+
+
+def test_int8_competes_only_where_its_top1_agrees_with_eager(monkeypatch: pytest.MonkeyPatch, cifar) -> None:
+    import sys
+
+    from dlguide_core.inference import choice
+
+    monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
+    monkeypatch.setitem(sys.modules, "migraphx", None)  # contenders: ORT int8 alone
+    monkeypatch.setattr(booth, "measure_p50_ms", lambda b, _batch: 1.0 if b.options.precision == "int8" else 9.0)
+    monkeypatch.setattr(booth, "measure_once_ms", lambda b, _batch: 1.0 if b.options.precision == "int8" else 9.0)
+    monkeypatch.setattr(choice, "top1_agreement", lambda _loaded, _backend, photos: 0.985)
+    backend, why = booth.fastest_measured(cifar)
+    assert (backend.name, backend.options.precision) == ("onnxruntime", "fp32")
+    assert "left out: ONNX Runtime int8 (top-1 agrees on 98.5% of" in why
+    monkeypatch.setattr(choice, "top1_agreement", lambda _loaded, _backend, photos: 0.99)
+    runner = booth.fastest_runner(cifar)
+    assert runner.backend == "ONNX Runtime int8 · CPUExecutionProvider" and "ONNX Runtime int8 1.0 ms" in runner.why
+    assert runner.logits(torch.zeros(1, 3, 32, 32)).shape == (1, 10)

@@ -25,6 +25,11 @@ from dlguide_core.vision.models import LoadedModel
 ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
                            "CPUExecutionProvider")
 ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
+# Intra-op workers block between parallel sections instead of spin-waiting. bench/bench_cpu_floor.py (issue 26,
+# docs/BENCHMARKS.md), Inception v3 batch 1 on the shared 2-core box: p50 1.9-2.1x lower without spinning, fp32
+# and int8 alike (spinning workers burn the time slices the other worker needs when the cores are shared);
+# sequential execution, level "all" (its NCHWc layout: 1.2-1.5x) and ORT's thread default (physical cores) stay.
+INTRA_OP_SPINNING = "0"
 
 
 class OnnxRuntimeBackend(Backend):
@@ -123,6 +128,15 @@ def _with_provider_options(providers: list[str], options: BackendOptions) -> lis
     return out
 
 
+def physical_cores() -> int:
+    """Physical cores (not hyper-threads): what an intra-op pool should use on a CPU (psutil, else all CPUs)."""
+    import os
+
+    import psutil
+
+    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+
+
 def session_options(options: BackendOptions):
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
     import onnxruntime as ort
@@ -136,4 +150,5 @@ def session_options(options: BackendOptions):
     so.intra_op_num_threads = options.intra_op_threads
     so.inter_op_num_threads = options.inter_op_threads
     so.log_severity_level = 3  # errors only: fallback warnings are reported through `provider`
+    so.add_session_config_entry("session.intra_op.allow_spinning", INTRA_OP_SPINNING)
     return so

@@ -126,7 +126,8 @@ def test_without_an_amd_gpu_the_cpu_target_is_offered_instead(mgx, cifar):
     assert "migraphx" in choice.backend_choices()
     fastest = choice.fastest_available(cifar)
     assert (fastest.name, fastest.options.target) == ("onnxruntime", "cpu")  # not ranked statically
-    assert [(c.name, c.options.target) for c in choice.cpu_contenders(fastest)] == [("migraphx", "cpu")]
+    contenders = [(c.name, c.options.target, c.options.precision) for c in choice.cpu_contenders(fastest)]
+    assert contenders == [("onnxruntime", "cpu", "int8"), ("migraphx", "cpu", "fp32")]
 
 
 def test_devices_json_lists_what_each_target_runs(mgx):
@@ -205,13 +206,17 @@ def test_int8_calibrates_on_every_bundled_photo(cifar):
     assert [c.shape for c in calibration_batches(cifar, 3)] == [(3, 3, 32, 32)]  # 2 photos, repeated to fill
 
 
-def test_second_start_loads_the_mxr_instead_of_compiling(mgx, cifar):
+def test_second_start_compiles_again_on_the_cpu_target(mgx, cifar):
+    """Issue 26: a cpu-target program loaded from .mxr in a new process runs oneDNN's reference convolutions
+    (~100x slower), so every start compiles; the .mxr is written once, for migraphx-driver users."""
     first = prepare_backend("migraphx", cifar, batch_size=2, options=CPU)
     info = first.describe()
     assert info["from_cache"] is False and info["compile_s"] > 0 and info["load_s"] is None
+    written = Path(info["mxr"]).stat().st_mtime_ns
     again = prepare_backend("migraphx", cifar, batch_size=2, options=CPU)
     info = again.describe()
-    assert info["from_cache"] is True and info["compile_s"] is None and info["load_s"] >= 0
+    assert info["from_cache"] is False and info["compile_s"] > 0 and info["load_s"] is None
+    assert Path(info["mxr"]).stat().st_mtime_ns == written  # not rewritten
     batch = sample_batch(cifar, 2)
     assert torch.equal(first.run(batch), again.run(batch))
 
@@ -222,13 +227,12 @@ def test_prepared_on_one_thread_run_on_others(mgx, cifar):
     from concurrent.futures import ThreadPoolExecutor
 
     batch = sample_batch(cifar, 2)
-    for _start in ("compile", "load"):
+    for _start in ("first", "second"):
         with ThreadPoolExecutor(1) as pool:
             backend = pool.submit(prepare_backend, "migraphx", cifar, batch_size=2, options=CPU).result()
         with ThreadPoolExecutor(2) as pool:
             outputs = list(pool.map(backend.run, [batch] * 4))
         assert all(torch.equal(o, outputs[0]) for o in outputs)
-    assert backend.describe()["from_cache"] is True
 
 
 def test_exhaustive_tune_is_accepted_on_the_cpu_target(mgx, cifar):
@@ -266,8 +270,7 @@ def test_a_driver_compiled_mxr_is_loaded_for_matching_weights(mgx, cifar, tmp_pa
     assert info["mxr"].endswith("-b2-fp32-cpu.mxr") and Path(info["mxr"]).is_file()
     batch = sample_batch(cifar, 3)
     assert _rel(predict_logits(cifar, batch), backend.run(batch)) <= 1e-3
-    later = prepare_backend("migraphx", cifar, batch_size=2, options=CPU)  # found in the cache by its name
-    assert later.describe()["from_cache"] is True
+    assert info["compile_s"] > 0  # the cpu target runs what it compiled in this process (issue 26)
 
 
 def test_a_driver_compiled_mxr_of_other_weights_is_refused(mgx, cifar, tmp_path: Path):

@@ -200,6 +200,8 @@ def test_graph_optimisation_and_threads_reach_the_session_options():
     so = backend_onnxruntime.session_options(options)
     assert so.intra_op_num_threads == 3 and so.inter_op_num_threads == 1
     assert so.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    # issue 26: workers that spin-wait took 2.1x longer per image on a shared CPU (docs/BENCHMARKS.md)
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_torch_compile_option_runs_through_torch_compile(cifar):
@@ -267,6 +269,18 @@ def test_migraphx_second_start_loads_the_mxr_instead_of_compiling(fake_migraphx,
     assert again.run(sample_batch(cifar, 2)).shape == (2, 10)
     prepare_backend("migraphx", cifar, batch_size=3, options=options)  # another batch: another program
     assert "compile" in fake_migraphx.names()
+
+
+def test_migraphx_cpu_target_compiles_every_start_and_never_loads_the_mxr(fake_migraphx, cifar):
+    """Issue 26: on the cpu target a program loaded from .mxr in a new process runs oneDNN's reference
+    convolutions (~100x slower); every start compiles instead, and the file is not rewritten."""
+    cpu = BackendOptions(target="cpu")
+    prepare_backend("migraphx", cifar, batch_size=2, options=cpu)
+    assert compiled_path(cifar, 2, cpu, "cpu").is_file()
+    fake_migraphx.calls.clear()
+    again = prepare_backend("migraphx", cifar, batch_size=2, options=cpu)
+    assert fake_migraphx.names() == ["parse_onnx", "get_target", "compile", "run"]  # no load, no save
+    assert again.describe()["from_cache"] is False and again.describe()["compile_s"] >= 0
 
 
 def test_migraphx_fp16_quantises_before_compiling(fake_migraphx, cifar):

@@ -1,11 +1,14 @@
 """dlguide: every page is routed from here (served by serve.py, which keeps it the only router)."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from dlguide_core import settings
 from ui.cache import device_label
 
-st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon=":material/neurology:", layout="wide")
+st.set_page_config(page_title="dlguide · Inception v3 on ROCm", layout="wide",
+                   page_icon=str(Path(__file__).with_name("assets") / "favicon.png"))  # served by the app: offline
 
 PAGES = [
     st.Page("pages/classify.py", title="Classify", icon=":material/image_search:", url_path="classify", default=True),

@@ -213,6 +213,7 @@ def tf_recipe_form(store, name: str, recipe):
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
     from dlguide_core.tensorflow_runtime import tensorflow_status
+    from ui.field_help import MAX_STEPS_RULE
 
     status = tensorflow_status()
     if not status.available:
@@ -227,6 +228,7 @@ def tf_recipe_form(store, name: str, recipe):
         fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
         values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
                   for i, f in enumerate(fields)}
+        st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
     if not submitted:
         return None

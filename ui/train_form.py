@@ -106,20 +106,10 @@ def new_job_form(store) -> None:
         job_started(store, job)
 
 
-def _max_steps_note(name: str, defaults) -> None:
-    """Say when Max steps will end the run before Epochs does (read from the form's last values)."""
-    epochs = int(st.session_state.get(f"train_{name}_epochs", defaults.epochs))
-    max_steps = int(st.session_state.get(f"train_{name}_max_steps", 0) or 0)
-    if max_steps:
-        st.caption(f"Max steps {max_steps} is set: the run stops after {max_steps} steps even if that is before "
-                   f"the end of epoch {epochs}. " + MAX_STEPS_RULE.split(": ", 1)[0] + ".")
-
-
 def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:
     """The recipe's fields with the guide's defaults; the queued job, or None (not submitted, or refused)."""
     d = recipe.config_cls()
     processes = devices_section(name, info, d.batch_size)
-    _max_steps_note(name, d)
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
@@ -150,6 +140,7 @@ def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> J
             "amp_dtype": AMP_DTYPE_FLAGS[c3.selectbox("Mixed precision dtype", list(AMP_DTYPE_FLAGS),
                                                       key=f"train_{name}_amp_dtype", help=field_help("amp_dtype"))],
         }
+        st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
     if not submitted:
         return None

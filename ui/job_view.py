@@ -100,8 +100,22 @@ def _confirm_delete(store: JobStore, job: Job, summary: dict) -> None:
             st.rerun()
 
 
-def _summary(job: Job, summary: dict) -> None:
+def _name_editor(store: JobStore, job: Job) -> None:
+    """The run's name and tags, editable (W&B-style); saved to the store."""
+    left, right, save = st.columns([3, 3, 1], vertical_alignment="bottom")
+    name = left.text_input("Name", job.name or "", key=f"train_name_{job.id}", max_chars=120)
+    tags = right.text_input("Tags (comma-separated)", ", ".join(job.tags), key=f"train_tags_{job.id}",
+                            max_chars=200)
+    if save.button("Save", key=f"train_rename_{job.id}"):
+        new_tags = list(dict.fromkeys(t.strip() for t in tags.split(",") if t.strip()))
+        store.rename(job.id, name.strip() or None, new_tags)
+        st.session_state["train_notice"] = f"Saved the name and tags of {job.id}."
+        st.rerun()
+
+
+def _summary(store: JobStore, job: Job, summary: dict) -> None:
     st.badge(job.status, color=STATUS_COLOR.get(job.status, "gray"))
+    _name_editor(store, job)
     if job.status == "failed":
         st.error(job.error or "No reason was recorded: the log tab has the process's output.",
                  icon=":material/error:")
@@ -131,12 +145,12 @@ def picked_job(store: JobStore, jobs: list[Job], summaries: dict[str, dict]) -> 
     if st.session_state.get("train_action_job") not in by_id:
         st.session_state.pop("train_action_job", None)
     job_id = st.selectbox("Job", list(by_id), key="train_action_job",
-                          format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")
+                          format_func=lambda i: f"{i} · {by_id[i].name or by_id[i].recipe} · {by_id[i].status}")
     job = by_id[job_id]
     _actions(store, job)
     _confirm_delete(store, job, summaries[job_id])
     summary_tab, log_tab = st.tabs(["Summary", "Log"])
     with summary_tab:
-        _summary(job, summaries[job_id])
+        _summary(store, job, summaries[job_id])
     with log_tab:
         return _log_tab(job)

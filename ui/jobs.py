@@ -80,15 +80,14 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, dict]:
         r = summaries[job.id]
         validating = is_validating(job, r, len(store.epochs(job.id))) if job.status == "running" else False
         note = (r["error"] or "").split("\n")[0]
-        rows.append({"job": job.id, "name": getattr(job, "name", None) or "", "recipe": job.recipe,
+        rows.append({"job": job.id, "name": job.name or "", "tags": ", ".join(job.tags), "recipe": job.recipe,
                      "status": r["status"], "epoch": None if r["epoch"] is None else r["epoch"] + 1,
                      "progress": f"{r['step'] or 0}/{r['total_steps'] or '?'}",
                      "images/s": None if r["images_per_s"] is None else round(r["images_per_s"], 1),
                      "ETA": eta_text(r, validating),
                      "note": note if len(note) <= 70 else note[:69] + "… (in full below)"})
     frame = pd.DataFrame(rows)
-    if not frame["name"].any():
-        frame = frame.drop(columns="name")
+    frame = frame.drop(columns=[c for c in ("name", "tags") if not frame[c].any()])
     st.dataframe(frame, hide_index=True, key="train_jobs_table",
                  column_config={"epoch": st.column_config.NumberColumn("epoch", help="Epoch the last step was in "
                                                                        "(1 = the first)")})

@@ -6,6 +6,9 @@ panel reports what really happened. Widget keys carry the recipe's name, so each
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import streamlit as st
 
 from dlguide_core import settings
@@ -97,13 +100,27 @@ def new_job_form(store) -> None:
                         format_func=lambda n: f"{n} · {found[n].summary}",
                         help="What to train; the data and fields below follow it.")
     recipe = found[name]
+    left, right = st.columns(2)
+    run_name = left.text_input("Run name (optional)", key="train_run_name", max_chars=120,
+                               placeholder="recipe · data · time", help="A name to find the run by in the table, "
+                               "the charts' comparison and the booth; editable later.")
+    tags = right.text_input("Tags (optional, comma-separated)", key="train_run_tags", max_chars=200,
+                            placeholder="baseline, lr-sweep", help="Labels to group runs by; editable later.")
     if recipe.framework == "pytorch":
         info = pick_dataset()
         job = None if info is None else pytorch_form(name, recipe, info, store)
     else:
         job = tf_recipe_form(store, name, recipe)
     if job is not None:
+        data = Path(job.config.get("data") or "download").name
+        job = store.rename(job.id, run_name.strip() or f"{name} · {data} · {time.strftime('%H:%M')}",
+                           split_tags(tags))
         job_started(store, job)
+
+
+def split_tags(text: str) -> list[str]:
+    """"a, b,,c " -> ["a", "b", "c"] (order kept, duplicates dropped)."""
+    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
 def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:

@@ -164,3 +164,24 @@ def test_evaluate_lists_finished_jobs_newest_first() -> None:
     at = open_app("pages/train.py")
     assert at.selectbox(key="train_eval_job").options[0].startswith(newer)
     assert at.selectbox(key="train_eval_job").value == newer and older in at.selectbox(key="train_eval_job").options[1]
+
+
+def test_runs_get_a_default_name_and_tags_and_both_can_be_edited(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DLGUIDE_MAX_JOBS", "1")
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    store = JobStore()
+    _job(store, "running")  # holds the slot: nothing is launched
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    at.text_input(key="train_run_tags").set_value("baseline, , small")
+    at.button(key="train_cifar_net_start").click().run()
+    (job,) = [j for j in store.list_jobs() if j.status == "queued"]
+    assert job.name.startswith("cifar_net · toy · ") and job.tags == ("baseline", "small")
+    assert at.dataframe[0].value.set_index("job").loc[job.id, "name"] == job.name
+    at.text_input(key=f"train_name_{job.id}").set_value("first try")
+    at.text_input(key=f"train_tags_{job.id}").set_value("lr-sweep")
+    at.button(key=f"train_rename_{job.id}").click().run()
+    assert not at.exception, at.exception
+    renamed = store.get(job.id)
+    assert renamed.name == "first try" and renamed.tags == ("lr-sweep",)

@@ -16,6 +16,7 @@ from ui.backends import BACKEND_LABELS
 from ui.cache import get_backend
 from ui.kiosk import hide_in_kiosk
 from ui.results import show_result
+from ui.status_marks import coloured, mark
 from ui.weights import require_model, weights_selectbox
 
 hide_in_kiosk()
@@ -35,8 +36,8 @@ st.subheader("Backends on this machine")
 fastest = fastest_available(loaded)
 statuses = backend_status()
 titles = {s.name: s.title for s in statuses}  # "MIGraphX (CPU)" on a host without an AMD GPU
-st.dataframe(pd.DataFrame([{"backend": s.title, "available": "✅" if s.available else "❌", "why": s.reason}
-                           for s in statuses]), hide_index=True, key="compiled_status")
+st.dataframe(coloured(pd.DataFrame([{"backend": s.title, "available": mark(s.available), "why": s.reason}
+                                    for s in statuses]), "available"), hide_index=True, key="compiled_status")
 st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
 
 names = backend_choices()

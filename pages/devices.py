@@ -6,6 +6,7 @@ import streamlit as st
 from dlguide_core import devices
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
+from ui.status_marks import coloured, mark
 
 hide_in_kiosk()
 
@@ -23,8 +24,8 @@ cols[2].metric("HIP" if report.backend == "rocm" else "CUDA", report.hip_version
 cols[3].metric("GPUs", len(report.devices))
 
 st.subheader("Install checks (from the guide)")
-st.dataframe(pd.DataFrame([{"check": c.name, "result": "✅ pass" if c.passed else "❌ fail", "detail": c.detail}
-                           for c in report.checks]), hide_index=True, key="devices_checks")
+st.dataframe(coloured(pd.DataFrame([{"check": c.name, "result": mark(c.passed, "pass", "fail"), "detail": c.detail}
+                                    for c in report.checks]), "result"), hide_index=True, key="devices_checks")
 
 st.subheader("PyTorch devices")
 if report.devices:
@@ -43,11 +44,11 @@ if report.smi:
         "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
 
 st.subheader("Inference runtimes")
-st.dataframe(pd.DataFrame([
-    {"runtime": "MIGraphX", "available": "✅" if report.migraphx else "❌", "detail": report.migraphx_detail},
-    {"runtime": "ONNX Runtime", "available": "✅" if report.onnxruntime_providers else "❌",
+st.dataframe(coloured(pd.DataFrame([
+    {"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
+    {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
      "detail": ", ".join(report.onnxruntime_providers) or "onnxruntime not installed"},
-]), hide_index=True, key="devices_runtimes")
+]), "available"), hide_index=True, key="devices_runtimes")
 
 if report.migraphx_targets:
     st.caption("MIGraphX targets: " + " · ".join(

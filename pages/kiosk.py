@@ -41,6 +41,7 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
   .kiosk-pct {font-size: 1.15rem;}
 }
 </style>"""
+CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"  # icons need no emoji font
 VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
 
 
@@ -112,9 +113,9 @@ def training_ticker() -> None:
 
 
 def visitor_photo() -> tuple[str, bytes] | None:
-    source = st.segmented_control("Photo from", ["📷 Camera", "⬆️ Upload"], default="📷 Camera", required=True,
+    source = st.segmented_control("Photo from", [CAMERA, UPLOAD], default=CAMERA, required=True,
                                   key=f"kiosk_source_{nonce()}", label_visibility="collapsed")
-    if source == "⬆️ Upload":
+    if source == UPLOAD:
         shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}")
     else:
         shot = st.camera_input("Take a picture", key=f"kiosk_camera_{nonce()}")

@@ -33,8 +33,10 @@ def view_controls(runs: list[Job]) -> list[str]:
     ids = [j.id for j in runs]
     if "train_view_jobs" in st.session_state:  # the widget's own state, this visit
         chosen = st.session_state["train_view_jobs"]
-    else:  # first visit, or back from another page: what was chosen before, else a running or the newest run
-        chosen = st.session_state.get(CHOICE) or ([j.id for j in runs if j.status == "running"][:1] or ids[:1])
+    else:  # first visit, or back from another page: what was chosen before, else the running, newest finished run
+        chosen = st.session_state.get(CHOICE) or next(
+            ([j.id for j in runs if j.status == status][:1] for status in ("running", "succeeded")
+             if any(j.status == status for j in runs)), ids[:1])
     st.session_state["train_view_jobs"] = [i for i in chosen if i in ids]
     c1, c2, c3 = st.columns([4, 2, 1], vertical_alignment="bottom")
     picked = c1.multiselect("Runs to show (several overlay)", ids, key="train_view_jobs")

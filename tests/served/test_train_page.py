@@ -17,7 +17,6 @@ import pytest
 import serve
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
-from tests.conftest import CHROMIUM, CHROMIUM_FLAGS
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
 
@@ -40,9 +39,8 @@ def _seed(store: JobStore, status: str, error: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    if CHROMIUM is None:
-        pytest.skip("Debian chromium not installed (apt-get install chromium)")
+def served(tmp_path_factory, browser) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """The seeded server (asks for `browser` first: no chromium, no server started)."""
     tmp = tmp_path_factory.mktemp("train_page")
     home = tmp / "home"
     (tmp / "roots").mkdir()
@@ -70,22 +68,19 @@ def served(tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Path]]:
 
 
 @pytest.fixture(scope="module")
-def page(served) -> Iterator:
-    from playwright.sync_api import sync_playwright
-
+def page(served, browser) -> Iterator:
     url = served[0]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        tab.set_default_timeout(60_000)
-        tab.hosts = set()
-        tab.on("request", lambda request: tab.hosts.add(request.url.split("/")[2]))
-        tab.sent = []
-        tab.on("websocket", lambda ws: ws.on("framesent", lambda frame: tab.sent.append(time.monotonic())))
-        tab.goto(f"{url}/train")
-        tab.locator(".js-plotly-plot").first.wait_for(timeout=240_000)  # a cold server on a loaded machine
-        yield tab
-        browser.close()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    tab.hosts = set()
+    tab.on("request", lambda request: tab.hosts.add(request.url.split("/")[2]))
+    tab.sent = []
+    tab.on("websocket", lambda ws: ws.on("framesent", lambda frame: tab.sent.append(time.monotonic())))
+    tab.goto(f"{url}/train")
+    tab.locator(".js-plotly-plot").first.wait_for(timeout=240_000)  # a cold server on a loaded machine
+    yield tab
+    context.close()
 
 
 def _pick_job(page, job_id: str) -> None:

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import devices
+from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
 from ui.status_marks import coloured, mark
@@ -47,13 +48,13 @@ st.subheader("Inference runtimes")
 st.dataframe(coloured(pd.DataFrame([
     {"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
     {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
-     "detail": ", ".join(report.onnxruntime_providers) or "onnxruntime not installed"},
+     "detail": ort_providers_text(report.onnxruntime_providers)},
 ]), "available"), hide_index=True, key="devices_runtimes")
 
 if report.migraphx_targets:
     st.caption("MIGraphX targets: " + " · ".join(
-        f"**{name}**: " + (t["error"] or ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"]
-                                                                        else ""))
+        f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else
+                           ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"] else ""))
         for name, t in report.migraphx_targets.items()))
 
 st.subheader("TensorFlow")

@@ -25,3 +25,4 @@ def test_marks_are_words_coloured_by_outcome() -> None:
     html = coloured(frame, "result").to_html()
     assert frame["result"].tolist() == ["pass", "fail"]
     assert "#1a7f37" in html and "#cf222e" in html
+

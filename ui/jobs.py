@@ -115,7 +115,15 @@ def _panel(store: JobStore) -> tuple[bool, tuple]:
     return any(j.status in ACTIVE for j in jobs), signature
 
 
+# Streamlit fades every element of a rerunning fragment ("stale") until it is redrawn: on a panel that
+# refreshes every few seconds that is a flicker of the whole table and its buttons. The redraw replaces them in
+# place, so they stay opaque meanwhile.
+STEADY_CSS = ('<style>[data-testid="stMain"] [data-stale="true"] {opacity: 1 !important; transition: none !important;}'
+              '</style>')
+
+
 def jobs_panel(store: JobStore) -> None:
-    """The job panel, rerunning by itself only while a job is queued or running."""
+    """The job panel, rerunning by itself only while a job is queued or running, without flicker."""
+    st.html(STEADY_CSS)
     active = any(j.status in ACTIVE for j in store.list_jobs())
     live_fragment("train_jobs", lambda: _panel(store), active)

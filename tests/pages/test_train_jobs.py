@@ -185,3 +185,9 @@ def test_runs_get_a_default_name_and_tags_and_both_can_be_edited(tmp_path, monke
     assert not at.exception, at.exception
     renamed = store.get(job.id)
     assert renamed.name == "first try" and renamed.tags == ("lr-sweep",)
+
+
+def test_the_panel_keeps_its_elements_opaque_while_it_refreshes() -> None:
+    at = open_app("pages/train.py")
+    styles = [h.proto.body for h in at.get("html")]
+    assert any('[data-stale="true"] {opacity: 1 !important' in body for body in styles)

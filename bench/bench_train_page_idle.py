@@ -121,7 +121,7 @@ def start_a_job(page) -> tuple[float, str]:
     page.locator(".st-key-train_cifar_net_epochs input").fill("1")
     page.locator(".st-key-train_cifar_net_max_steps input").fill("5")
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
-    page.wait_for_timeout(500)
+    page.wait_for_timeout(3000)  # let the recipe change's rerun finish: the click must not queue behind it
     began = time.perf_counter()
     page.locator(".st-key-train_cifar_net_start button").click()
     answer = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ (is queued|running|failed)")).first

@@ -5,12 +5,15 @@ server started with --no-warm must still show its pages' names at once. With sig
 (ui/auth.py), an anonymous visitor is routed to the sign-in page and the public booth only.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from dlguide_core import settings
 from ui import auth
 
-st.set_page_config(page_title="dlguide · Inception v3 on ROCm", page_icon=":material/neurology:", layout="wide")
+st.set_page_config(page_title="dlguide · Inception v3 on ROCm", layout="wide",
+                   page_icon=str(Path(__file__).with_name("assets") / "favicon.png"))  # served by the app: offline
 
 BOOTH = st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk")
 PAGES = [

@@ -14,8 +14,10 @@ from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.samples import bundled_samples
 from ui.backends import BACKEND_LABELS
 from ui.cache import get_backend
+from ui.compiled import bench_columns, export_note, fastest_measured, onnx_download, single_image_latency
 from ui.kiosk import hide_in_kiosk
 from ui.results import show_result
+from ui.status_marks import coloured, mark
 from ui.weights import require_model, weights_selectbox
 
 hide_in_kiosk()
@@ -35,8 +37,8 @@ st.subheader("Backends on this machine")
 fastest = fastest_available(loaded)
 statuses = backend_status()
 titles = {s.name: s.title for s in statuses}  # "MIGraphX (CPU)" on a host without an AMD GPU
-st.dataframe(pd.DataFrame([{"backend": s.title, "available": "✅" if s.available else "❌", "why": s.reason}
-                           for s in statuses]), hide_index=True, key="compiled_status")
+st.dataframe(coloured(pd.DataFrame([{"backend": s.title, "available": mark(s.available), "why": s.reason}
+                                    for s in statuses]), "available"), hide_index=True, key="compiled_status")
 st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
 
 names = backend_choices()
@@ -80,7 +82,7 @@ if st.button("Prepare / compile", key="compiled_prepare", type="primary"):
 info = state["prepared"].get(prepared_key)
 if info:
     st.success(f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
-               + (f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else "")
+               + export_note(info)
                + (f" · compiled in {info['compile_s']:.2f} s" if info.get("compile_s") is not None else "")
                + (f" · compiled in {info['saved_compile_s']:.2f} s when cached" if info.get("saved_compile_s")
                   else "")
@@ -88,6 +90,7 @@ if info:
                icon=":material/bolt:")
     if info.get("mxr"):
         st.caption(f"Compiled program: `{info['mxr']}`")
+    onnx_download(info, "compiled_onnx_download")
 
 st.subheader("Classify through this backend")
 if not info:
@@ -137,9 +140,9 @@ if rows:
     table = pd.DataFrame(results_table(rows))
     if not table.empty:
         table.insert(1, "runtime", [backend_label(b, p) for b, p in zip(table["backend"], table["provider"])])
-        st.dataframe(table, hide_index=True, key="compiled_bench_table",
-                     column_config={"speedup": st.column_config.NumberColumn("x torch", format="%.2fx",
-                                                                             help="p50 of the torch row / this p50")})
+        st.dataframe(table, hide_index=True, key="compiled_bench_table", column_config=bench_columns())
+        st.caption(single_image_latency(table))
+        st.markdown(fastest_measured(table))
         fig = px.bar(table, x="batch_size", y="p50_ms", color="runtime", barmode="group",
                      hover_data=["provider", "p95_ms", "speedup"], title="Latency per batch (lower is better)",
                      labels={"p50_ms": "p50 latency (ms)", "batch_size": "batch size"})

@@ -5,8 +5,10 @@ import streamlit as st
 
 from dlguide_core import booth, devices
 from ui.auth import network_warning
+from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
+from ui.status_marks import coloured, mark
 
 hide_in_kiosk()
 
@@ -25,8 +27,8 @@ cols[2].metric("HIP" if report.backend == "rocm" else "CUDA", report.hip_version
 cols[3].metric("GPUs", len(report.devices))
 
 st.subheader("Install checks (from the guide)")
-st.dataframe(pd.DataFrame([{"check": c.name, "result": "✅ pass" if c.passed else "❌ fail", "detail": c.detail}
-                           for c in report.checks]), hide_index=True, key="devices_checks")
+st.dataframe(coloured(pd.DataFrame([{"check": c.name, "result": mark(c.passed, "pass", "fail"), "detail": c.detail}
+                                    for c in report.checks]), "result"), hide_index=True, key="devices_checks")
 
 st.subheader("PyTorch devices")
 if report.devices:
@@ -45,16 +47,16 @@ if report.smi:
         "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
 
 st.subheader("Inference runtimes")
-st.dataframe(pd.DataFrame([
-    {"runtime": "MIGraphX", "available": "✅" if report.migraphx else "❌", "detail": report.migraphx_detail},
-    {"runtime": "ONNX Runtime", "available": "✅" if report.onnxruntime_providers else "❌",
-     "detail": ", ".join(report.onnxruntime_providers) or "onnxruntime not installed"},
-]), hide_index=True, key="devices_runtimes")
+st.dataframe(coloured(pd.DataFrame([
+    {"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
+    {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
+     "detail": ort_providers_text(report.onnxruntime_providers)},
+]), "available"), hide_index=True, key="devices_runtimes")
 
 if report.migraphx_targets:
     st.caption("MIGraphX targets: " + " · ".join(
-        f"**{name}**: " + (t["error"] or ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"]
-                                                                        else ""))
+        f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else
+                           ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"] else ""))
         for name, t in report.migraphx_targets.items()))
 st.caption(booth.choice_rule())  # how the booth picks among these (issue 26)
 

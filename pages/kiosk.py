@@ -32,7 +32,16 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 .kiosk-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
 .kiosk-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
 .kiosk-pct {font-size: 1.5rem; text-align: right;}
+[data-testid="stMetricValue"] > div {white-space: normal; overflow: visible; text-overflow: clip;
+  overflow-wrap: anywhere; line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
+@media (max-width: 640px) {
+  .kiosk-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
+  .kiosk-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
+  .kiosk-track {height: 1.5rem;}
+  .kiosk-pct {font-size: 1.15rem;}
+}
 </style>"""
+CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"  # icons need no emoji font
 VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
 
 
@@ -64,7 +73,7 @@ def idle_watchdog(idle_s: float) -> None:
     if left <= 0:
         reset_visitor()
         st.rerun(scope="app")
-    st.caption(f"⏳ This screen clears itself {left:.0f} s after your last tap.")
+    st.caption(f":material/hourglass_top: This screen clears itself {left:.0f} s after your last tap.")
 
 
 @st.fragment(run_every=booth.ATTRACT_PERIOD_S)
@@ -89,6 +98,7 @@ def loss_ticker(job_id: str) -> None:
     if not steps["step"]:
         st.caption("Waiting for the first training step…")
         return
+    st.markdown("**How wrong the model still is** (its training loss: lower is better)")
     st.plotly_chart(loss_figure(steps["step"], steps["loss"]), key="kiosk_ticker_chart",
                     config={"displayModeBar": False, "staticPlot": True})
 
@@ -99,19 +109,19 @@ def training_ticker() -> None:
         running = [j for j in store.list_jobs() if j.status == "running"] if store else []
     except StoreError:  # the store is away: the booth goes on without its ticker
         running = []
-    st.subheader("Meanwhile, a model is learning")
     if not running:
-        st.caption("No training job is running right now.")
+        st.caption("No model is training right now.")
         return
-    job = st.selectbox("Training job", running, key="kiosk_job",
-                       format_func=lambda j: f"{j.recipe} · {j.id}")
+    st.subheader("Meanwhile, a model is learning")
+    job = st.selectbox("Training run", running, key="kiosk_job",  # the run's name, not a job id
+                       format_func=lambda j: j.name or f"{j.recipe}, started {time.strftime('%H:%M', time.localtime(j.created))}")  # noqa: E501
     loss_ticker(job.id)
 
 
 def visitor_photo() -> tuple[str, bytes] | None:
-    source = st.segmented_control("Photo from", ["📷 Camera", "⬆️ Upload"], default="📷 Camera", required=True,
+    source = st.segmented_control("Photo from", [CAMERA, UPLOAD], default=CAMERA, required=True,
                                   key=f"kiosk_source_{nonce()}", label_visibility="collapsed")
-    if source == "⬆️ Upload":
+    if source == UPLOAD:
         shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}")
     else:
         shot = st.camera_input("Take a picture", key=f"kiosk_camera_{nonce()}")
@@ -143,7 +153,7 @@ def show_visitor(loaded, runner, visitor: dict) -> None:
     a.metric("This prediction took", f"{result.latency_ms:.0f} ms")
     b.metric("Ran on", result.device)
     c.metric("Backend", result.backend)
-    if st.toggle("🔥 Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
+    if st.toggle(":material/local_fire_department: Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
         if "cam" not in visitor:
             with runner.lock:  # one model computation at a time, as for predictions
                 visitor["cam"] = grad_cam(loaded, visitor["image"], class_index=top.index)
@@ -190,7 +200,7 @@ with stage:
         show_visitor(loaded, runner, visitor)
 if photo is not None:
     with controls:
-        if st.button("↺ Start over", key=f"kiosk_restart_{nonce()}", width="stretch"):
+        if st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:"):
             reset_visitor()
             st.rerun()
         st.session_state.kiosk_last_active = time.monotonic()  # the countdown starts once the answer is shown

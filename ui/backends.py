@@ -32,3 +32,21 @@ def precision_options(backend: str, key: str):
     choice = st.selectbox("Precision", precision_choices(backend), key=key,
                           format_func=lambda p: PRECISION_LABELS.get(p, p))
     return BackendOptions(precision=choice)
+
+
+def ort_providers_text(present: tuple[str, ...]) -> str:
+    """ONNX Runtime's providers as the Compiled page uses them (its preference order), then any it never uses."""
+    from dlguide_core.inference.backend_onnxruntime import ORT_PROVIDER_PREFERENCE
+
+    if not present:
+        return "onnxruntime not installed"
+    used = [p for p in ORT_PROVIDER_PREFERENCE if p in present]
+    unused = [p for p in present if p not in ORT_PROVIDER_PREFERENCE]
+    return ", ".join(used) + (f" (also in this build, not used here: {', '.join(unused)})" if unused else "")
+
+
+def plain_target_error(target: str, error: str) -> str:
+    """A MIGraphX target's loader error in words: the usual one is "no AMD GPU here", not a C++ source line."""
+    if target == "gpu" and ("libmigraphx_gpu" in error or "dynamic_loader" in error or "/dev/kfd" in error):
+        return "not on this machine: the gpu target needs an AMD GPU with ROCm (the cpu target runs instead)"
+    return error

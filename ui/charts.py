@@ -5,6 +5,23 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+# one colour per run in every chart (Plotly's qualitative palette, in the order the runs were created)
+PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
+           "#FECB52")
+MARKERS_UP_TO = 30  # a series this short gets markers: one epoch is a point, not an invisible line
+
+
+def run_colors(run_ids: list[str]) -> dict[str, str]:
+    """{run id: colour}, by position in `run_ids` (oldest first, so a new run never repaints the others)."""
+    return {run_id: PALETTE[i % len(PALETTE)] for i, run_id in enumerate(run_ids)}
+
+
+def _color_of(trace_name: str, colors: dict[str, str] | None) -> str | None:
+    """A trace named "<run> ..." takes its run's colour."""
+    if not colors:
+        return None
+    return colors.get(trace_name) or colors.get(trace_name.split(" ", 1)[0])
+
 
 def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
     fig = go.Figure(go.Scatter(x=steps, y=losses, mode="lines", line=dict(color="#ED1C24", width=3)))
@@ -13,13 +30,17 @@ def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
     return fig
 
 
-def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, height: int = 300) -> go.Figure:
-    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}; WebGL keeps 100k-step runs fluid."""
+def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, height: int = 300,
+                 colors: dict[str, str] | None = None) -> go.Figure:
+    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}; WebGL keeps 100k-step runs fluid.
+    A short series gets markers (a one-point epoch chart shows its point); `colors` maps run ids to colours."""
     fig = go.Figure()
     for name, data in series.items():
         x, y = data[0], data[1]
         dash = data[2] if len(data) > 2 else "solid"
-        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=name, line=dict(dash=dash, width=1.5)))
+        mode = "lines+markers" if len(x) <= MARKERS_UP_TO else "lines"
+        fig.add_trace(go.Scattergl(x=x, y=y, mode=mode, name=name, marker=dict(size=7),
+                                   line=dict(dash=dash, width=1.5, color=_color_of(name, colors))))
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified",
                       legend=dict(orientation="h", y=-0.2), yaxis_type="log" if log_y else "linear",
                       xaxis_title="step")
@@ -39,26 +60,28 @@ def _flat_value(series: dict[str, tuple]) -> float | None:
 
 
 def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, log_y: bool = False,
-                max_points: int = 2000) -> go.Figure:
+                         max_points: int = 2000, colors: dict[str, str] | None = None) -> go.Figure:
     """Per-step loss of each run: raw (faint, min/max-downsampled) and EMA-smoothed (solid)."""
     from dlguide_core.training.metrics import downsample, ema, stride
 
     fig = go.Figure()
     for name, cols in runs.items():
         raw_x, raw_y = downsample(cols["step"], cols["loss"], max_points)
-        fig.add_trace(go.Scattergl(x=raw_x, y=raw_y, mode="lines", name=f"{name} raw", opacity=0.3,
-                                   line=dict(width=1)))
+        color = _color_of(name, colors)
+        mode = "lines+markers" if len(raw_x) <= 1 else "lines"
+        fig.add_trace(go.Scattergl(x=raw_x, y=raw_y, mode=mode, name=f"{name} raw", opacity=0.3,
+                                   line=dict(width=1, color=color)))
         if smoothing > 0:
             sm_x, sm_y = stride(cols["step"], ema(cols["loss"], smoothing), max_points)
-            fig.add_trace(go.Scattergl(x=sm_x, y=sm_y, mode="lines", name=f"{name} EMA {smoothing:.2f}",
-                                       line=dict(width=2)))
+            fig.add_trace(go.Scattergl(x=sm_x, y=sm_y, mode=mode, name=f"{name} EMA {smoothing:.2f}",
+                                       line=dict(width=2, color=color)))
     fig.update_layout(title="Training loss per step", height=340, margin=dict(l=10, r=10, t=40, b=10),
                       hovermode="x unified", legend=dict(orientation="h", y=-0.2), xaxis_title="step",
                       yaxis_type="log" if log_y else "linear")
     return fig
 
 
-def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
+def epoch_figures(runs: dict[str, list[dict]], log_y: bool, colors: dict[str, str] | None = None) -> tuple:
     """(loss, val accuracy) per epoch of each run, from the store's epoch rows."""
     losses, accuracy = {}, {}
     for name, rows in runs.items():
@@ -68,8 +91,8 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool) -> tuple:
         accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")
         if any(r["top5"] is not None for r in rows):  # TensorFlow recipes record top-1 only
             accuracy[f"{name} top-5"] = (x, [r["top5"] for r in rows], "dot")
-    loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y)
-    acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)")
+    loss_fig = curve_figure(losses, "Loss per epoch", log_y=log_y, colors=colors)
+    acc_fig = curve_figure(accuracy, "Val accuracy per epoch (%)", colors=colors)
     for fig in (loss_fig, acc_fig):
         fig.update_xaxes(title="epoch")
         fig.update_layout(legend=dict(orientation="h", y=-0.35))  # below the axis title, not over it

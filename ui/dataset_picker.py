@@ -4,12 +4,44 @@ preparing live in dlguide_core.data (image_folders, tiny_imagenet, cifar10)."""
 
 from __future__ import annotations
 
-import pandas as pd
+import os
+from pathlib import Path
+
 import streamlit as st
 
 from dlguide_core import settings
 from dlguide_core.data import cifar10, image_folders, tiny_imagenet
 from dlguide_core.errors import DlguideError
+
+
+def roots_signature(roots: list[Path]) -> tuple:
+    """What changes when a dataset appears, goes or is prepared: the mtimes of each root, of each folder in it,
+    and of their train/ and val/ folders (a few stats per dataset, not a walk over every image)."""
+    stamps = []
+    for root in roots:
+        try:
+            entries = [e for e in os.scandir(root) if e.is_dir()]
+        except OSError:
+            continue
+        stamps.append((str(root), root.stat().st_mtime_ns))
+        for entry in sorted(entries, key=lambda e: e.name):
+            for sub in ("", "train", "val", image_folders.CIFAR10_FOLDER):
+                path = Path(entry.path, sub)
+                try:
+                    stamps.append((str(path), path.stat().st_mtime_ns))
+                except OSError:
+                    continue
+    return tuple(stamps)
+
+
+@st.cache_data(show_spinner="Scanning the data roots for datasets…", max_entries=8)
+def scan_datasets(roots: tuple[str, ...], signature: tuple) -> list[image_folders.DatasetInfo]:
+    """The datasets in `roots`, scanned once per `signature` (roots_signature): a rerun costs a few stats."""
+    return image_folders.find_datasets([Path(r) for r in roots])
+
+
+def datasets_in_roots(roots: list[Path]) -> list[image_folders.DatasetInfo]:
+    return scan_datasets(tuple(map(str, roots)), roots_signature(roots))
 
 
 def dataset_label(info: image_folders.DatasetInfo) -> str:
@@ -37,19 +69,29 @@ def download_section(roots: list) -> None:
 
 
 def dataset_browser(info: image_folders.DatasetInfo) -> None:
-    """Class counts and a few images per class (the guide's show_image), before training on them."""
-    counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
-    st.bar_chart(counts, x="class", y="train images", height=220)
+    """Class counts and a few images per class (the guide's show_image), before training on them. Classes show
+    their words (tiny-imagenet's words.txt); the class id is in the tooltip."""
+    import plotly.graph_objects as go
+
+    ids = list(info.train_counts)
+    names = dict(zip(ids, image_folders.readable_names(info.path, tuple(ids)), strict=True))
+    fig = go.Figure(go.Bar(x=[names[i] for i in ids], y=list(info.train_counts.values()), customdata=ids,
+                           marker_color="#1f5fbf", hovertemplate="%{x} (%{customdata}): %{y} train images"
+                           "<extra></extra>"))
+    fig.update_layout(title="Train images per class", height=260, margin=dict(l=10, r=10, t=40, b=10))
+    st.plotly_chart(fig, key="train_browse_counts", config={"displayModeBar": False})
     samples = (image_folders.cifar_samples(info) if info.kind == "cifar10" else
                {k: [str(p) for p in v] for k, v in image_folders.sample_paths(info).items()})
-    for name, images in list(samples.items())[:10]:
+    for class_id, images in list(samples.items())[:10]:
         if images:
+            name = names.get(class_id, class_id)
+            st.caption(f"**{name}**", help=f"class id: {class_id}")
             st.image(images, caption=[name] * len(images), width=96)
 
 
 def pick_dataset() -> image_folders.DatasetInfo | None:
     roots = settings.data_roots()
-    found = image_folders.find_datasets(roots)
+    found = datasets_in_roots(roots)
     if not found:
         download_section(roots)
         return None
@@ -60,7 +102,9 @@ def pick_dataset() -> image_folders.DatasetInfo | None:
                    "(the guide's val re-organisation; safe to re-run).", icon=":material/folder_open:")
         if st.button("Prepare the val folder", key="train_prepare"):
             try:
-                report = tiny_imagenet.prepare_tiny_imagenet(info.path)
+                with st.spinner("Moving the val images into class folders…"):
+                    report = tiny_imagenet.prepare_tiny_imagenet(info.path)
+                scan_datasets.clear()  # its val/ changed: the mtimes say so too, but do not rely on a tick
                 st.success(f"Moved {report.moved} images ({report.total} in {report.classes} classes).")
                 st.rerun()
             except DlguideError as exc:

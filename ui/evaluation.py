@@ -57,10 +57,14 @@ def confusion_figure(result: dict) -> go.Figure:
     order, names, percent = sorted_classes(result)
     counts = np.asarray(result["confusion"]["matrix"])[np.ix_(order, order)]
     shown = [names[i] for i in order]
+    ids = [str(result["confusion"]["classes"][i]) for i in order]
+    # (C, C, 3): the count, then the true and predicted class ids (a class's id goes in the tooltip)
+    cells = [[[int(counts[r][c]), ids[r], ids[c]] for c in range(len(ids))] for r in range(len(ids))]
     fig = go.Figure(go.Heatmap(
-        z=percent[np.ix_(order, order)], x=shown, y=shown, customdata=counts, colorscale="Blues", zmin=0, zmax=100,
-        hovertemplate="true: %{y}<br>predicted: %{x}<br>%{customdata} images (%{z:.1f} % of the class)"
-                      "<extra></extra>", colorbar=dict(title="% of true")))
+        z=percent[np.ix_(order, order)], x=shown, y=shown, customdata=cells, colorscale="Blues", zmin=0, zmax=100,
+        hovertemplate="true: %{y} (%{customdata[1]})<br>predicted: %{x} (%{customdata[2]})<br>"
+                      "%{customdata[0]} images (%{z:.1f} % of the class)<extra></extra>",
+        colorbar=dict(title="% of true")))
     many = len(shown) > MANY_CLASSES
     fig.update_layout(title="Confusion matrix (rows: true class, worst first; % of each true class)",
                       height=min(900, 320 + (4 if many else 22) * len(shown)), margin=dict(l=10, r=10, t=50, b=10))
@@ -73,8 +77,9 @@ def per_class_figure(result: dict) -> go.Figure:
     order, names, percent = sorted_classes(result)
     accuracy = np.diag(percent)
     keep = [i for i in order if not np.isnan(accuracy[i])]
+    ids = [str(result["confusion"]["classes"][i]) for i in keep]
     fig = go.Figure(go.Bar(x=[names[i] for i in keep], y=[accuracy[i] for i in keep], marker_color="#1f5fbf",
-                           hovertemplate="%{x}: %{y:.1f} %<extra></extra>"))
+                           customdata=ids, hovertemplate="%{x} (%{customdata}): %{y:.1f} %<extra></extra>"))
     fig.update_layout(title="Top-1 per class (%, worst first)", height=300, yaxis_range=[0, 100],
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_xaxes(showticklabels=len(keep) <= MANY_CLASSES)

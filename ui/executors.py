@@ -108,7 +108,7 @@ def submit(store: JobStore, recipe: str, config: Any, where: RunOn, owner: str |
     if where.problem:
         raise DlguideError(where.problem)
     if where.executor == registry.DEFAULT:
-        return queue.submit(store, recipe, config, owner=owner)
+        return queue.submit(store, recipe, config, start=False, owner=owner)  # ui.jobs launches it in the background
     return registry.get_executor(where.executor).submit(store, recipe, config, where.options, owner=owner)
 
 
@@ -119,7 +119,7 @@ def cancel(store: JobStore, job: Job) -> Job:
 def resume(store: JobStore, job: Job) -> Job:
     name = tracking.executor_of(job)
     if name == registry.DEFAULT:
-        return queue.resume(store, job.id)
+        return queue.resume(store, job.id, start=False)  # ui.jobs launches it in the background
     return registry.get_executor(name).resume(store, job.id)
 
 
@@ -146,6 +146,8 @@ def scheduler_banner(report: tracking.SyncReport) -> None:
 
 def job_files(job: Job) -> None:
     """The job's log (its tail) and, for a Slurm job, its batch script, in a popover one click away."""
+    if tracking.executor_of(job) == registry.DEFAULT:
+        return  # this machine's job: the Log tab has it all
     executor = registry.get_executor(tracking.executor_of(job))
     with st.popover("Log and batch script", icon=":material/description:"):
         script = job.job_dir / "sbatch.sh"

@@ -14,7 +14,7 @@ HEADINGS = {"final_top1": "top-1 final", "best_top1": "top-1 best", "final_top5"
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or seconds != seconds:  # a run without a wall time yet (None, NaN in a mixed column)
         return ""
     minutes, s = divmod(int(round(seconds)), 60)
     return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}"

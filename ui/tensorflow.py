@@ -1,4 +1,4 @@
-"""TensorFlow widgets: the Classify page's model tabs and the Train page's recipe forms.
+"""TensorFlow widgets: the Classify page's model tabs and the Train page's recipe form (one form: ui.train_form).
 
 Streamlit glue only: data loading, training and prediction live in dlguide_core.training (tf_fashion_mnist,
 tf_text, tf_inference) and dlguide_core.data (fashion_mnist, imdb), imported inside the functions so the app
@@ -148,23 +148,40 @@ def tf_classify_tab(kind: str, key: str) -> None:
 
 # ---------------------------------------------------------------- TensorFlow recipes on the Train page
 
-TF_DOWNLOAD = "(download it: needs the internet)"
+TF_DOWNLOAD = "(download it now: needs the internet)"
+
+
+def tf_local_copies(recipe: str) -> list[str]:
+    """The local copies of `recipe`'s data in the data roots (idx folders, aclImdb trees)."""
+    from dlguide_core import settings
+    from dlguide_core.training.tf_configs import local_datasets
+
+    return [str(p) for p in local_datasets(recipe, settings.data_roots())]
 
 
 def _tf_data_choice(recipe: str) -> str | None:
-    """A local copy from the data roots, or "" for the recipe's own download; None when refused."""
+    """A local copy from the data roots, or "" for the recipe's own download (online only); None when there is
+    nothing to train on (the fix is shown) or the pick is refused."""
     from dlguide_core import settings
-    from dlguide_core.data.fashion_mnist import FASHION_FILES
+    from dlguide_core.data.fashion_mnist import FASHION_FILES, FASHION_URL
     from dlguide_core.data.imdb import IMDB_URL
+    from dlguide_core.downloads import offline
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_configs import FASHION_RECIPE, local_datasets
+    from dlguide_core.training.tf_configs import FASHION_RECIPE
 
     roots = settings.data_roots()
-    found = [str(p) for p in local_datasets(recipe, roots)]
-    what = (f"a folder with {', '.join(FASHION_FILES.values())}" if recipe == FASHION_RECIPE
-            else f"an aclImdb/ tree (unpacked {IMDB_URL})")
+    found = tf_local_copies(recipe)
+    where = roots[0] if roots else "a data root (set DLGUIDE_DATA_ROOTS)"
+    what = (f"a folder holding {', '.join(FASHION_FILES.values())} (from {FASHION_URL}), e.g. {where}/fashion-mnist"
+            if recipe == FASHION_RECIPE else f"the unpacked aclImdb/ tree of {IMDB_URL}, e.g. {where}/aclImdb")
+    if not found and offline():
+        st.info(f"No local copy of this recipe's data in the data roots, and this server is offline "
+                f"(DLGUIDE_OFFLINE), so it cannot download one. To train it, put {what}; it is listed here "
+                "at the next visit.", icon=":material/cloud_off:")
+        return None
     st.caption(f"Local copies are looked for in the data roots ({', '.join(map(str, roots)) or 'none'}): {what}.")
-    choice = st.selectbox("Data", [*found, TF_DOWNLOAD], key=f"train_tf_{recipe}_data")
+    choice = st.selectbox("Data", [*found, *([] if offline() else [TF_DOWNLOAD])], key=f"train_tf_{recipe}_data",
+                          help="A local copy in the data roots, or the recipe's own download.")
     if choice == TF_DOWNLOAD:
         return ""
     try:
@@ -176,51 +193,48 @@ def _tf_data_choice(recipe: str) -> str | None:
 
 def _tf_field_input(recipe: str, field, default, column):
     """One number input per config field, typed by its default (max_steps: 0 means no limit)."""
-    key = f"train_tf_{recipe}_{field.name}"
+    from ui.field_help import field_help
+
+    key, tip = f"train_tf_{recipe}_{field.name}", field_help(field.name)
     label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
     if field.name == "device":
-        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key)
+        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key, help=tip)
     if field.name == "max_steps":
-        return column.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=key) or None
+        return column.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0, key=key, help=tip) or None
     if isinstance(default, float):
-        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key)
-    return column.number_input(label, 0, 10_000_000, default, key=key)
+        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key, help=tip)
+    return column.number_input(label, 0, 10_000_000, default, key=key, help=tip)
 
 
-def tf_train_section(store) -> None:
-    """The Train page's TensorFlow recipes: why they are missing, or a data pick and the recipe's form."""
+def tf_recipe_form(store, name: str, recipe):
+    """A TensorFlow recipe's data pick and fields; the queued job, or None (not submitted, refused, or why
+    it cannot run here)."""
     import dataclasses
 
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
-    from dlguide_core.jobs.catalog import recipes
     from dlguide_core.tensorflow_runtime import tensorflow_status
+    from ui.field_help import MAX_STEPS_RULE
 
-    st.markdown("**TensorFlow case studies**: the guide's Fashion-MNIST and IMDB review classifiers.")
     status = tensorflow_status()
     if not status.available:
         st.info(status.reason, icon=":material/extension:")
-        return
-    found = {n: r for n, r in recipes().items() if r.framework == "tensorflow"}
-    if not found:  # TensorFlow is installed, but its recipes were not registered (jobs.catalog; a broken install)
-        st.warning("TensorFlow is installed but its recipes did not load; see the app's log.",
-                   icon=":material/extension:")
-        return
-    name = st.selectbox("TensorFlow recipe", list(found), key="train_tf_recipe",
-                        format_func=lambda n: f"{n} · {found[n].summary}")
+        return None
     data = _tf_data_choice(name)
     if data is None:
-        return
-    defaults = found[name].config_cls()
+        return None
+    defaults = recipe.config_cls()
     with st.form(f"train_tf_form_{name}"):
         columns = st.columns(4)
         fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
         values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
                   for i, f in enumerate(fields)}
+        st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")
-    if submitted:
-        try:
-            job = queue.submit(store, name, found[name].make_config(data=data, **values), owner=current_user())
-            st.success(f"Job {job.id} {job.status}.", icon=":material/rocket_launch:")
-        except DlguideError as exc:
-            st.error(str(exc), icon=":material/block:")
+    if not submitted:
+        return None
+    try:
+        return queue.submit(store, name, recipe.make_config(data=data, **values), start=False, owner=current_user())
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return None

@@ -1,20 +1,35 @@
-"""The Train page's PyTorch job form: a recipe's fields with the guide's defaults, the data-parallel settings
-(torchrun + DDP, the commands other machines run to join), and the submission to the job store. Widget keys
-carry the recipe's name, so each recipe keeps its own values."""
+"""The Train page's one job form: the recipe picker leads (PyTorch and TensorFlow recipes alike, the one that
+fits the data in the roots first), then that recipe's data and fields with the guide's defaults and a help
+tooltip each, the data-parallel settings (torchrun + DDP, the commands other machines run to join) and one
+Start button. Starting only queues the job; its process is launched in the background (ui.jobs) and the job
+panel reports what really happened. Widget keys carry the recipe's name, so each recipe keeps its values."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import streamlit as st
 
+from dlguide_core import settings
 from dlguide_core.data import image_folders
 from dlguide_core.errors import DistributedError, DlguideError
 from dlguide_core.jobs import launch
 from dlguide_core.jobs.catalog import recipes
+from dlguide_core.jobs.store import Job
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS
 from dlguide_core.vision.models import job_checkpoints
 from ui.auth import current_user
+from ui.dataset_picker import datasets_in_roots, pick_dataset
 from ui.executors import run_on
 from ui.executors import submit as submit_to
+from ui.field_help import MAX_STEPS_RULE, field_help
+from ui.jobs import job_started
+from ui.tensorflow import tf_local_copies, tf_recipe_form
+
+# which recipe a dataset kind is for (the guide's pairing); the first one found in the roots leads the picker
+RECIPE_FOR_KIND = {"tiny-imagenet-unprepared": "inception_v3", "imagefolder": "inception_v3",
+                   "cifar10": "cifar_net"}
 
 
 def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
@@ -24,17 +39,27 @@ def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: i
         c1, c2, c3 = st.columns(3)
         values = {
             "nproc_per_node": c1.number_input(f"Devices: N ({kind}s on this machine)", 1, most, 1,
-                                              key=f"train_{name}_nproc"),
+                                              key=f"train_{name}_nproc",
+                                              help="Processes of one data-parallel run (torchrun + DDP), one "
+                                                   "per device; each takes a batch of its own."),
             "max_restarts": c2.number_input("Max restarts (resume from checkpoint)", 0, 100, 0,
-                                            key=f"train_{name}_restarts"),
+                                            key=f"train_{name}_restarts",
+                                            help="How often torchrun restarts the workers after a failure, "
+                                                 "from the last checkpoint."),
             "sync_batchnorm": c1.checkbox("SyncBatchNorm", False, disabled=kind != "GPU",
-                                          key=f"train_{name}_syncbn"),
-            "scale_lr": c2.checkbox("Linear scaling rule (lr × N)", False, key=f"train_{name}_scale_lr"),
+                                          key=f"train_{name}_syncbn",
+                                          help="Batch-norm statistics over every device's batch (GPUs only)."),
+            "scale_lr": c2.checkbox("Linear scaling rule (lr × N)", False, key=f"train_{name}_scale_lr",
+                                    help="Multiply the learning rate by the number of processes, as the "
+                                         "global batch grows with them."),
         }
         if c3.toggle("Several machines", key=f"train_{name}_multinode"):
-            values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes")
+            values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes",
+                                               help="Machines in the run, this one included.")
             values["rdzv_endpoint"] = c3.text_input("Rendezvous HOST:PORT (this machine)",
-                                                    placeholder="node0.example:29400", key=f"train_{name}_rdzv")
+                                                    placeholder="node0.example:29400", key=f"train_{name}_rdzv",
+                                                    help="Where the other machines meet this one (torchrun's "
+                                                         "c10d rendezvous).")
         batch = int(st.session_state.get(f"train_{name}_batch", default_batch))  # the form's last value
         st.caption(f"Batch size is per device: at batch size {batch}, "
                    + launch.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))
@@ -57,49 +82,94 @@ def show_join_commands(name: str, info: image_folders.DatasetInfo, values: dict)
     st.code("\n".join(launch.join_commands(spec, name, str(info.path))), language="bash")
 
 
-def job_form(info: image_folders.DatasetInfo, store) -> None:
-    """The recipe's fields with the guide's defaults, submitted to `store`; keys carry the recipe so defaults
-    follow it."""
+def default_recipe(found: dict, datasets: list[image_folders.DatasetInfo]) -> str:
+    """The recipe for the data the user has: the guide's pairing for the first dataset in the roots, else a
+    TensorFlow recipe with a local copy, else the first PyTorch recipe."""
+    for info in datasets:
+        if RECIPE_FOR_KIND.get(info.kind) in found:
+            return RECIPE_FOR_KIND[info.kind]
+    for name, recipe in found.items():
+        if recipe.framework != "pytorch" and tf_local_copies(name):
+            return name
+    return next((n for n, r in found.items() if r.framework == "pytorch"), next(iter(found)))
+
+
+def new_job_form(store) -> None:
+    """The recipe picker, then the picked recipe's data and form; a submitted job is handed to ui.jobs."""
     found = recipes()
-    name = st.selectbox("Recipe", list(found), key="train_recipe",
-                        format_func=lambda n: f"{n} · {found[n].summary}")
+    names = list(found)
+    default = default_recipe(found, datasets_in_roots(settings.data_roots()))
+    name = st.selectbox("Recipe", names, index=names.index(default), key="train_recipe",
+                        format_func=lambda n: f"{n} · {found[n].summary}",
+                        help="What to train; the data and fields below follow it.")
     recipe = found[name]
-    if recipe.framework != "pytorch":
-        st.info(f"{name} is a {recipe.framework} recipe: start it in the TensorFlow section below.")
-        return
+    left, right = st.columns(2)
+    run_name = left.text_input("Run name (optional)", key="train_run_name", max_chars=120,
+                               placeholder="recipe · data · time", help="A name to find the run by in the table, "
+                               "the charts' comparison and the booth; editable later.")
+    tags = right.text_input("Tags (optional, comma-separated)", key="train_run_tags", max_chars=200,
+                            placeholder="baseline, lr-sweep", help="Labels to group runs by; editable later.")
+    if recipe.framework == "pytorch":
+        info = pick_dataset()
+        job = None if info is None else pytorch_form(name, recipe, info, store)
+    else:
+        job = tf_recipe_form(store, name, recipe)
+    if job is not None:
+        data = Path(job.config.get("data") or "download").name
+        job = store.rename(job.id, run_name.strip() or f"{name} · {data} · {time.strftime('%H:%M')}",
+                           split_tags(tags))
+        job_started(store, job)
+
+
+def split_tags(text: str) -> list[str]:
+    """"a, b,,c " -> ["a", "b", "c"] (order kept, duplicates dropped)."""
+    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+
+
+def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:
+    """The recipe's fields with the guide's defaults; the queued job, or None (not submitted, or refused)."""
     d = recipe.config_cls()
     where = run_on(name)  # This machine / Slurm / Ray (ui.executors)
     processes = devices_section(name, info, d.batch_size) if where.executor == "local" else where.config_values
     with st.form(f"train_form_{name}"):
         c1, c2, c3, c4 = st.columns(4)
         values = {
-            "epochs": c1.number_input("Epochs", 1, 1000, d.epochs, key=f"train_{name}_epochs"),
-            "batch_size": c2.number_input("Batch size", 1, 4096, d.batch_size, key=f"train_{name}_batch"),
-            "lr": c3.number_input("Learning rate", 1e-6, 10.0, d.lr, format="%.4f", key=f"train_{name}_lr"),
-            "max_steps": c4.number_input("Max steps (0 = all)", 0, 10_000_000, 0, key=f"train_{name}_max_steps"),
+            "epochs": c1.number_input("Epochs", 1, 1000, d.epochs, key=f"train_{name}_epochs",
+                                      help=field_help("epochs")),
+            "batch_size": c2.number_input("Batch size", 1, 4096, d.batch_size, key=f"train_{name}_batch",
+                                          help=field_help("batch_size")),
+            "lr": c3.number_input("Learning rate", 1e-6, 10.0, d.lr, format="%.4f", key=f"train_{name}_lr",
+                                  help=field_help("lr")),
+            "max_steps": c4.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0,
+                                         key=f"train_{name}_max_steps", help=field_help("max_steps")),
             "image_size": c1.number_input("Image size", 32 if name == "cifar_net" else 75, 1024, d.image_size,
-                                          disabled=name == "cifar_net", key=f"train_{name}_size"),
+                                          disabled=name == "cifar_net", key=f"train_{name}_size",
+                                          help=field_help("image_size")),
             "weights": c2.selectbox("Weights", ["imagenet", "none", *map(str, job_checkpoints())],
-                                    index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights"),
-            "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers"),
-            "device": c4.selectbox("Device", ["auto", "cpu", "cuda"], key=f"train_{name}_device"),
+                                    index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights",
+                                    help=field_help("weights")),
+            "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers",
+                                       help=field_help("workers")),
+            "device": c4.selectbox("Device", ["auto", "cpu", "cuda"], key=f"train_{name}_device",
+                                   help=field_help("device")),
             "label_smoothing": c1.number_input("Label smoothing", 0.0, 0.99, d.label_smoothing,
-                                               key=f"train_{name}_smoothing"),
-            "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed"),
-            "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp"),
-            "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last"),
+                                               key=f"train_{name}_smoothing", help=field_help("label_smoothing")),
+            "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed", help=field_help("seed")),
+            "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp", help=field_help("amp")),
+            "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last",
+                                         help=field_help("channels_last")),
             "amp_dtype": AMP_DTYPE_FLAGS[c3.selectbox("Mixed precision dtype", list(AMP_DTYPE_FLAGS),
-                                                      key=f"train_{name}_amp_dtype")],
+                                                      key=f"train_{name}_amp_dtype", help=field_help("amp_dtype"))],
         }
+        st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
-    if submitted:
-        values["max_steps"] = values["max_steps"] or None
-        values.update(processes)
-        try:
-            cfg = recipe.make_config(data=str(info.path), **values)
-            job = submit_to(store, name, cfg, where, owner=current_user())  # owner None: the OS user
-            batch = launch.describe_batch(cfg.batch_size, cfg.nproc_per_node, cfg.nnodes)
-            on = f" on {where.executor} as {job.external_id}" if job.external_id else ""
-            st.success(f"Job {job.id} {job.status}{on}: {batch}.", icon=":material/rocket_launch:")
-        except DlguideError as exc:
-            st.error(str(exc), icon=":material/block:")
+    if not submitted:
+        return None
+    values["max_steps"] = values["max_steps"] or None
+    values.update(processes)
+    try:  # queued here (launched in the background by ui.jobs), or handed to the chosen scheduler
+        return submit_to(store, name, recipe.make_config(data=str(info.path), **values), where,
+                         owner=current_user())  # owner None: the OS user
+    except DlguideError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return None

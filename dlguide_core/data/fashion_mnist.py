@@ -92,8 +92,10 @@ def load_fashion_mnist(data: str | Path = "") -> ArrayData:
     """A local idx folder when `data` is given; otherwise keras.datasets (downloads once, online)."""
     if data:
         return load_fashion_idx(data)
+    roots = settings.data_roots()  # a folder the Train page lists: inside a configured root, not beside them
+    example = (roots[0] if roots else settings.home() / "data") / "fashion-mnist"
     hint = (f"download the four files {', '.join(FASHION_FILES.values())} from {FASHION_URL} into a folder "
-            f"under the data roots (e.g. {settings.home() / 'data' / 'fashion-mnist'}) and pick it")
+            f"under the data roots (e.g. {example}) and pick it")
     if offline():
         raise DatasetError(f"Fashion-MNIST is not available offline: {hint}")
     from dlguide_core.tensorflow_runtime import import_tensorflow

@@ -95,3 +95,12 @@ def test_fetch_imdb_unpacks_the_tarball_without_unsup(tmp_path: Path) -> None:
     assert len(list((root / "test" / "neg").glob("*.txt"))) == 2
     assert not (root / "train" / "unsup").exists()
     assert not (into / "aclImdb_v1.tar.gz").exists()
+
+
+def test_offline_fashion_hint_names_a_folder_inside_the_data_roots(tmp_path: Path, monkeypatch) -> None:
+    """The fix must be one the Train page can pick up: a folder under a configured root (issue 24)."""
+    (tmp_path / "roots").mkdir()
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    with pytest.raises(DatasetError) as failure:
+        fashion_mnist.load_fashion_mnist("")
+    assert f"(e.g. {(tmp_path / 'roots').resolve() / 'fashion-mnist'})" in str(failure.value)

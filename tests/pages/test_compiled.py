@@ -59,6 +59,9 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     at.button(key="compiled_prepare").click().run()
     assert not at.exception and not at.error
     assert "ready on **CPUExecutionProvider**" in at.success[0].value
+    assert "ONNX export reused from cache" in at.success[0].value  # the fixture cached it: no stale export time
+    [onnx] = [b for b in at.get("download_button") if b.proto.id.endswith("compiled_onnx_download")]
+    assert onnx.proto.label.startswith("Download the ONNX model")
 
     at.selectbox(key="compiled_sample").set_value("chelsea").run()
     top = _table(at, "probability")
@@ -73,6 +76,8 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     assert list(table["backend"]) == ["torch", "onnxruntime"] and (table["p50_ms"] > 0).all()
     assert table["speedup"].iloc[0] == 1.0 and table["speedup"].iloc[1] > 0  # vs the torch row
     assert len(at.get("plotly_chart")) >= 2 and len(calls) == 1
+    assert any(c.value.startswith("Single image (batch 1, p50): ") for c in at.caption)
+    assert any(m.value.startswith("Fastest measured here just now: **") for m in at.markdown)
 
     at.switch_page("pages/devices.py").run()
     at.switch_page("pages/compiled.py").run()  # revisit: results shown again, nothing recomputed

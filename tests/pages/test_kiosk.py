@@ -96,7 +96,7 @@ def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatc
 
 def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
     at = booth(monkeypatch)
-    at.segmented_control(key="kiosk_source_0").set_value("⬆️ Upload").run()
+    at.segmented_control(key="kiosk_source_0").set_value(":material/upload: Upload").run()
     at.file_uploader(key="kiosk_upload_0").upload("junk.png", b"not an image at all", "image/png").run()
     assert not at.exception
     assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value
@@ -115,7 +115,8 @@ def test_no_job_store_is_created(monkeypatch: pytest.MonkeyPatch, isolated_home:
     from dlguide_core.jobs.store import db_path
 
     at = booth(monkeypatch)
-    assert "No training job is running right now." in all_text(at)
+    assert "No model is training right now." in all_text(at)
+    assert "Meanwhile" not in all_text(at)  # no heading over nothing
     assert not db_path(isolated_home).exists()
 
 
@@ -130,7 +131,10 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
     at = booth(monkeypatch)
     assert not at.exception
     picker = at.selectbox(key="kiosk_job")
-    assert job.id in picker.options[0]
+    assert picker.options[0].startswith("inception_v3_finetune, started ")  # a name for visitors, not a job id
+    assert any("How wrong the model still is" in m.value for m in at.markdown)
+    store.rename(job.id, "Inception v3 learns 10 animals", [])
+    assert at.run().selectbox(key="kiosk_job").options == ["Inception v3 learns 10 animals"]
     keys = widget_keys(at)
     assert all(k.startswith("kiosk_") for k in keys)  # read-only: no cancel/resume controls
     assert store.get(job.id).status == "running"

@@ -74,9 +74,10 @@ def test_form_queues_a_job_that_runs(tmp_path, monkeypatch) -> None:
 
 
 def _stored_job(store: JobStore, status: str, losses: tuple[float, ...] = (2.0, 1.5, 1.0),
-                per_class: dict[str, float] | None = None) -> str:
-    """A tiny cifar_net job written straight into the store (no process) in `status`."""
-    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
+                per_class: dict[str, float] | None = None, checkpoint: bool = False, error: str | None = None,
+                **config) -> str:
+    """A tiny cifar_net job written straight into the store (no process) in `status` (with a checkpoint file)."""
+    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", **{"epochs": 1, **config})
     job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
     store.claim(job.id, os.getpid())  # alive while the test runs: never marked interrupted
     store.set_plan(job.id, len(losses), 1, tuple(per_class or ("a", "b")))
@@ -84,8 +85,12 @@ def _stored_job(store: JobStore, status: str, losses: tuple[float, ...] = (2.0, 
     store.add_steps([(job.id, s, 0, loss, 0.001, 40.0, now + s * 0.01, None) for s, loss in enumerate(losses, 1)])
     store.add_epoch(job.id, 0, {"train_loss": 1.2, "val_loss": 1.1, "top1": 50.0, "top5": 100.0,
                                 "per_class": per_class or {"a": 25.0, "b": 75.0}})
+    if checkpoint:
+        path = store.get(job.id).job_dir / "checkpoint.pt"
+        path.write_bytes(b"stand-in")
+        store.set_checkpoint(job.id, path, len(losses), 0)
     if status != "running":
-        store.finish(job.id, status)
+        store.finish(job.id, status, error)
     return job.id
 
 
@@ -122,7 +127,7 @@ def test_cancel_button_asks_a_running_job_to_stop() -> None:
 def test_resume_button_requeues_a_cancelled_job(monkeypatch) -> None:
     monkeypatch.setenv("DLGUIDE_MAX_JOBS", "1")
     store = JobStore()
-    cancelled = _stored_job(store, "cancelled")
+    cancelled = _stored_job(store, "cancelled", checkpoint=True)
     _stored_job(store, "running")  # holds the only slot: the resumed job waits in the queue, no process starts
     at = open_app("pages/train.py")
     at.selectbox(key="train_action_job").set_value(cancelled).run()
@@ -133,17 +138,53 @@ def test_resume_button_requeues_a_cancelled_job(monkeypatch) -> None:
     assert at.dataframe[0].value.set_index("job").loc[cancelled, "status"] == "queued"
 
 
-def test_delete_button_removes_a_finished_job_and_its_folder() -> None:
+def test_delete_asks_first_naming_what_is_lost_and_never_deletes_twice() -> None:
     store = JobStore()
-    keep, gone = _stored_job(store, "succeeded"), _stored_job(store, "failed")
+    keep, gone = _stored_job(store, "succeeded", checkpoint=True), _stored_job(store, "failed", checkpoint=True)
     folder = store.get(gone).job_dir
-    assert folder.is_dir()
     at = open_app("pages/train.py")
     at.selectbox(key="train_action_job").set_value(gone).run()
     at.button(key="train_delete").click().run()
     assert not at.exception, at.exception
+    assert folder.is_dir() and len(store.list_jobs()) == 2  # one click deletes nothing
+    [question] = [w.value for w in at.warning if "for good" in w.value]
+    assert gone in question and str(folder / "checkpoint.pt") in question and "cannot be undone" in question
+    at.button(key="train_delete_keep").click().run()
+    assert len(store.list_jobs()) == 2 and not [w for w in at.warning if "for good" in w.value]
+
+    at.button(key="train_delete").click().run()
+    at.button(key="train_delete_confirm").click().run()
+    assert not at.exception, at.exception
     assert [j.id for j in store.list_jobs()] == [keep] and not folder.exists()
     assert list(at.dataframe[0].value["job"]) == [keep]
+    assert any(f"Deleted job {gone}" in s.value for s in at.success)
+    # the picker is now on the other job: a second click on Delete only asks again
+    assert at.selectbox(key="train_action_job").value == keep
+    at.button(key="train_delete").click().run()
+    assert [j.id for j in store.list_jobs()] == [keep]
+    assert any(keep in w.value and "for good" in w.value for w in at.warning)
+
+
+def test_a_failed_job_shows_its_reason_in_full_and_resume_is_off_with_why() -> None:
+    store = JobStore()
+    reason = ("Fashion-MNIST is not available offline: download the four files into a folder under the data "
+              "roots (e.g. /data/fashion-mnist) and pick it")
+    failed = _stored_job(store, "failed", error=reason)
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_action_job").set_value(failed).run()
+    assert any(e.value == reason for e in at.error), [e.value for e in at.error]  # in full, not clipped
+    resume = at.button(key="train_resume")
+    assert resume.disabled and "No checkpoint" in resume.help
+    assert any("Resume is off: No checkpoint" in c.value for c in at.caption)
+    assert at.dataframe[0].value.set_index("job").loc[failed, "note"].endswith("(in full below)")
+
+
+def test_a_job_stopped_by_max_steps_says_so() -> None:
+    store = JobStore()
+    job_id = _stored_job(store, "succeeded", losses=(2.0, 1.5), epochs=2, max_steps=2)
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_action_job").set_value(job_id).run()
+    assert any("Stopped at max steps 2, in epoch 1 of 2" in c.value for c in at.caption)
 
 
 def test_csv_download_is_offered_for_the_picked_job() -> None:
@@ -205,8 +246,8 @@ def test_dataset_browser_shows_class_counts_and_sample_images(tmp_path, monkeypa
     assert not at.get("image")
     at.toggle(key="train_browse").set_value(True).run()
     assert not at.exception, at.exception
-    [counts] = [c for c in at.get("vega_lite_chart")]
-    assert "train images" in counts.proto.spec
+    counts = _chart(at, "Train images per class")
+    assert _values(counts["data"][0]["x"]) == ["class_0", "class_1", "class_2"]
     captions = [img.caption for element in at.get("image") for img in element.proto.imgs]
     assert sorted(set(captions)) == ["class_0", "class_1", "class_2"]
 
@@ -223,7 +264,8 @@ def test_form_shows_the_global_batch_and_stores_the_amp_dtype(tmp_path, monkeypa
     at.selectbox(key="train_cifar_net_amp_dtype").set_value("fp16")
     at.button(key="train_cifar_net_start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("global batch 8 (8 per device x 1 process x 1 machine)" in s.value for s in at.success)
+    assert any("global batch 8 (8 per device x 1 process x 1 machine)" in s.value and "queued" in s.value
+               for s in at.info)
     queued = [j for j in store.list_jobs() if j.status == "queued"]
     assert len(queued) == 1 and queued[0].config["amp_dtype"] == "float16"
 

@@ -1,0 +1,195 @@
+"""The Train page at rest and on Start (issue 24 point 3), in headless Debian chromium against a server started
+as `make run` starts it (serve.command):
+
+- the server's CPU share (of one core) while the Train page is open and nothing runs: goal <= 2 %;
+- time from opening /train to the first chart (a finished job's curves are in the store);
+- time from clicking Start to the page's answer about the new job (queued/running);
+- every host the page asked for (only the app's own is allowed: offline and private).
+
+    .venv/bin/python bench/bench_train_page_idle.py [--idle 30] [--data DIR]
+
+Without --data a small generated ImageFolder is served; --data copies DIR (e.g. ../shared/data/tiny-imagenet-10,
+prepared or not) into a fresh data root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import serve  # noqa: E402 - the launcher, imported from the project root
+
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+
+
+@dataclass
+class Result:
+    idle_cpu_share: float = float("nan")  # of one core, over the idle window
+    first_chart_s: float = float("nan")  # a fresh server's first visit
+    warm_chart_s: float = float("nan")  # back to Train from another page
+    start_answer_s: float = float("nan")
+    start_answer: str = ""
+    hosts: set[str] = field(default_factory=set)
+
+
+def write_image_folder(root: Path, classes: int = 2, per_class: int = 8) -> None:
+    """A tiny ImageFolder (train/ and val/ class folders of 32x32 PNGs)."""
+    from PIL import Image
+
+    for split, count in (("train", per_class), ("val", 2)):
+        for c in range(classes):
+            folder = root / split / f"class_{c}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                Image.new("RGB", (32, 32), (40 * c, 7 * i, 128)).save(folder / f"{i}.png")
+
+
+def seed_finished_job(home: Path) -> str:
+    """A finished cifar_net job with 200 steps and 2 epochs in the store at `home` (the page draws it)."""
+    os.environ["DLGUIDE_HOME"] = str(home)
+    from dlguide_core.jobs.store import JobStore
+    from dlguide_core.training.recipes import get_recipe
+
+    store = JobStore()
+    cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=2)
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    store.claim(job.id, os.getpid())
+    store.set_plan(job.id, 200, 2, ("a", "b"))
+    now = time.time()
+    store.add_steps([(job.id, s, s // 100, 2.0 / s, 0.001, 40.0, now + s * 0.01, None) for s in range(1, 201)])
+    for epoch in (0, 1):
+        store.add_epoch(job.id, epoch, {"train_loss": 1.0 - epoch / 4, "val_loss": 1.1 - epoch / 4,
+                                        "top1": 50.0 + epoch, "top5": 100.0, "per_class": {"a": 40.0, "b": 60.0}})
+    store.finish(job.id, "succeeded")
+    store.close()
+    return job.id
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(url: str, pid: int, idle_s: float, chromium: str, *, start_job: bool = True) -> Result:
+    from playwright.sync_api import sync_playwright
+
+    result = Result()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+        page.set_default_timeout(120_000)
+        page.on("request", lambda request: result.hosts.add(request.url.split("/")[2]))
+        began = time.perf_counter()
+        page.goto(f"{url}/train")
+        page.locator(".js-plotly-plot").first.wait_for()
+        result.first_chart_s = time.perf_counter() - began
+        page.get_by_role("link", name="Devices").click()
+        page.get_by_text("Devices").first.wait_for()
+        page.wait_for_timeout(3000)
+        began = time.perf_counter()
+        page.get_by_role("link", name="Train").click()
+        page.locator(".js-plotly-plot").first.wait_for()
+        result.warm_chart_s = time.perf_counter() - began
+        page.wait_for_timeout(3000)  # let the first run's stragglers (fonts, media) finish
+        before, t0 = cpu_seconds(pid), time.perf_counter()
+        page.wait_for_timeout(idle_s * 1000)
+        result.idle_cpu_share = (cpu_seconds(pid) - before) / (time.perf_counter() - t0)
+        if start_job:
+            result.start_answer_s, result.start_answer = start_a_job(page)
+        browser.close()
+    return result
+
+
+def start_a_job(page) -> tuple[float, str]:
+    """Pick cifar_net, a short run, Start; seconds until the page says what became of the job."""
+    page.get_by_test_id("stSelectbox").filter(has_text="Recipe").first.click()
+    page.get_by_role("option", name=re.compile("^cifar_net")).click()
+    page.locator(".st-key-train_cifar_net_epochs input").wait_for()
+    page.locator(".st-key-train_cifar_net_epochs input").fill("1")
+    page.locator(".st-key-train_cifar_net_max_steps input").fill("5")
+    page.locator(".st-key-train_cifar_net_workers input").fill("0")
+    page.wait_for_timeout(3000)  # let the recipe change's rerun finish: the click must not queue behind it
+    began = time.perf_counter()
+    page.locator(".st-key-train_cifar_net_start button").click()
+    answer = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ (is queued|running|failed)")).first
+    answer.wait_for()
+    return time.perf_counter() - began, answer.inner_text()
+
+
+def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = True) -> Result:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("Debian chromium is needed (apt-get install chromium)")
+    with tempfile.TemporaryDirectory(prefix="dlguide-bench-train-") as tmp:
+        roots, home = Path(tmp) / "roots", Path(tmp) / "home"
+        if data is not None:
+            shutil.copytree(data, roots / data.name)
+        else:
+            write_image_folder(roots / "toy")
+        seed_finished_job(home)
+        from tests.support.ports import free_port
+
+        port = free_port()
+        env = {**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(roots), "DLGUIDE_OFFLINE": "1",
+               "DLGUIDE_MAX_JOBS": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
+        with open(Path(tmp) / "server.log", "wb") as log:
+            proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            serve.wait_healthy(url, proc)
+            return measure(url, proc.pid, idle_s, chromium, start_job=start_job)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            stop_jobs(home)
+
+
+def stop_jobs(home: Path) -> None:
+    """Cancel what the bench started, so it does not load the machine after it."""
+    from dlguide_core.jobs.store import ACTIVE, JobError, JobStore
+
+    store = JobStore(home / "jobs.db")
+    for job in store.list_jobs():
+        if job.status in ACTIVE:
+            try:
+                store.request_cancel(job.id)
+            except JobError:
+                continue
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(j.status == "running" for j in store.list_jobs()):
+        time.sleep(0.5)
+    store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds the page stays open and idle")
+    parser.add_argument("--data", type=Path, help="a dataset folder to copy into the data root")
+    args = parser.parse_args()
+    result = serve_and_measure(args.idle, args.data)
+    print(f"| server CPU, Train page open and idle ({args.idle:.0f} s) | {result.idle_cpu_share:.1%} of a core |")
+    print(f"| /train to the first chart, fresh server | {result.first_chart_s:.1f} s |")
+    print(f"| back to Train from Devices: first chart | {result.warm_chart_s:.1f} s |")
+    print(f"| Start to the page's answer | {result.start_answer_s:.1f} s ({result.start_answer!r}) |")
+    print(f"| hosts asked | {', '.join(sorted(result.hosts))} |")
+
+
+if __name__ == "__main__":
+    main()

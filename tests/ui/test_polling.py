@@ -1,0 +1,23 @@
+"""ui/polling.py: the Train page's panel polls fast while things change, backs off while they do not, and
+never while nothing can change."""
+
+from __future__ import annotations
+
+from ui.polling import FAST, QUIET_TICKS, SLOWEST, PollState, next_poll, wanted_interval
+
+
+def test_the_interval_doubles_after_quiet_ticks_up_to_the_slowest_and_resets_on_change() -> None:
+    state = next_poll(PollState(), ("job", 1))
+    assert state.interval == FAST
+    seen = []
+    for _ in range(QUIET_TICKS * 6):
+        state = next_poll(state, ("job", 1))
+        seen.append(state.interval)
+    assert seen[QUIET_TICKS - 2] == FAST and seen[QUIET_TICKS - 1] == 2 * FAST
+    assert max(seen) == SLOWEST and seen == sorted(seen)
+    assert next_poll(state, ("job", 2)).interval == FAST  # a new step: live again
+
+
+def test_no_timer_at_all_while_nothing_is_queued_or_running() -> None:
+    assert wanted_interval(PollState(interval=4.0), active=False) is None
+    assert wanted_interval(PollState(interval=4.0), active=True) == 4.0

@@ -1,0 +1,41 @@
+"""What a finished job gives on the Train page: its metrics as CSV (and where its TensorBoard files are), and
+its checkpoint scored on a held-out split (torchvision's --test-only), newest job first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dlguide_core import settings
+from dlguide_core.jobs.store import ACTIVE, Job, JobStore
+from ui.evaluation import evaluation_form
+
+
+def export_section(store: JobStore, all_jobs: list[Job]) -> None:
+    job_id = st.selectbox("Export a job's metrics", [j.id for j in all_jobs], key="train_export_job")
+    st.download_button("Download CSV", store.export_csv(job_id), file_name=f"{job_id}.csv", mime="text/csv",
+                       key="train_export_csv")
+    st.caption(f"Every job also writes TensorBoard event files: `tensorboard --logdir {settings.home() / 'jobs'}` "
+               "(older jobs: `python -m dlguide_core jobs export ID --tensorboard DIR`).")
+
+
+def evaluable_jobs(all_jobs: list[Job]) -> list[Job]:
+    """Finished PyTorch jobs with a checkpoint on disk, the newest first."""
+    done = [j for j in all_jobs if j.status not in ACTIVE and j.checkpoint and Path(j.checkpoint).is_file()
+            and j.framework == "pytorch"]
+    return sorted(done, key=lambda j: j.finished or j.created, reverse=True)
+
+
+def evaluate_section(all_jobs: list[Job]) -> None:
+    """A finished job's checkpoint on a held-out split, with its plots (the newest job is the default)."""
+    done = evaluable_jobs(all_jobs)
+    if not done:
+        st.info("No finished PyTorch job with a checkpoint yet.")
+        return
+    by_id = {j.id: j for j in done}
+    if st.session_state.get("train_eval_job") not in by_id:
+        st.session_state.pop("train_eval_job", None)
+    job = by_id[st.selectbox("Job", list(by_id), key="train_eval_job",
+                             format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")]
+    evaluation_form(job.checkpoint, "train_eval", prefer_data=job.config.get("data"))

@@ -94,8 +94,8 @@ def _confirm_delete(store: JobStore, job: Job, summary: dict) -> None:
             try:
                 act_on_job(job, "delete", lambda: store.delete(job.id))
                 st.session_state["train_notice"] = f"Deleted job {job.id}."
-            except DlguideError as exc:
-                st.session_state["train_notice"] = f"Not deleted: {exc}"
+            except DlguideError as exc:  # e.g. not the owner (ui.auth): said as an error, after the rerun
+                st.session_state["train_refusal"] = str(exc)
             st.session_state.pop("train_action_job", None)  # the picker does not jump onto the next job's Delete
             st.rerun()
         if no.button("Keep it", key="train_delete_keep"):

@@ -110,6 +110,8 @@ def _panel(store: JobStore) -> tuple[bool, tuple]:
     start_feedback(store, by_id)
     if notice := st.session_state.pop("train_notice", None):
         st.success(notice, icon=":material/check:")
+    if refusal := st.session_state.pop("train_refusal", None):
+        st.error(refusal, icon=":material/block:")
     top = st.columns([6, 1], vertical_alignment="bottom")
     top[1].button("Refresh", key="train_refresh", icon=":material/refresh:",
                   help="Nothing runs, so the page stays still: refresh to see jobs started elsewhere (the CLI).")

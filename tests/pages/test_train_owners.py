@@ -54,7 +54,8 @@ def test_someone_else_sees_the_job_but_cannot_delete_it(isolated_home) -> None:
     at = train_page_as(BOB)
     assert list(at.dataframe[0].value["job"]) == [job_id]  # watching is everyone's
     at.button(key="train_delete").click().run()
-    assert errors(at) == [f"Job {job_id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it."]
+    at.button(key="train_delete_confirm").click().run()  # Delete asks first (issue 24)
+    assert f"Job {job_id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it." in errors(at)
     assert JobStore().get(job_id).status == "failed"
     assert not (isolated_home / "audit.log").exists()
 
@@ -83,6 +84,7 @@ def test_an_admin_deletes_anyones_job_even_one_with_no_owner(isolated_home) -> N
     job_id = make_job(None, "cancelled")
     at = train_page_as(CAROL)
     at.button(key="train_delete").click().run()
+    at.button(key="train_delete_confirm").click().run()
     assert not errors(at)
     assert JobStore().list_jobs() == []
     assert (isolated_home / "audit.log").read_text().strip().endswith(

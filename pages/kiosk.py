@@ -33,6 +33,7 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 .kiosk-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
 .kiosk-pct {font-size: 1.5rem; text-align: right;}
 </style>"""
+CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"
 VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
 
 
@@ -103,9 +104,10 @@ def training_ticker() -> None:
 
 
 def visitor_photo() -> tuple[str, bytes] | None:
-    source = st.segmented_control("Photo from", ["📷 Camera", "⬆️ Upload"], default="📷 Camera", required=True,
+    # Material icons, not emoji: Debian's chromium has no emoji font and drew an empty box (issue 18).
+    source = st.segmented_control("Photo from", [CAMERA, UPLOAD], default=CAMERA, required=True,
                                   key=f"kiosk_source_{nonce()}", label_visibility="collapsed")
-    if source == "⬆️ Upload":
+    if source == UPLOAD:
         shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}")
     else:
         shot = st.camera_input("Take a picture", key=f"kiosk_camera_{nonce()}")
@@ -119,7 +121,7 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> dict | None:
     if visitor and visitor["digest"] == digest:
         return visitor
     try:
-        image = load_image(data, name=name)
+        image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
     except ImageError as exc:
         st.error(str(exc), icon=":material/block:")
         return None

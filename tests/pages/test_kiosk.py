@@ -96,7 +96,7 @@ def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatc
 
 def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
     at = booth(monkeypatch)
-    at.segmented_control(key="kiosk_source_0").set_value("⬆️ Upload").run()
+    at.segmented_control(key="kiosk_source_0").set_value(":material/upload: Upload").run()
     at.file_uploader(key="kiosk_upload_0").upload("junk.png", b"not an image at all", "image/png").run()
     assert not at.exception
     assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value

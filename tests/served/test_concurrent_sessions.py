@@ -4,6 +4,7 @@ session showed "This app has encountered an error" (the exporter patches nn.Modu
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,10 @@ def test_a_booth_export_and_a_classification_overlap(app_server, browser, fake_i
         booth.get_by_text("Preparing the booth model").wait_for(timeout=60_000)
         charts = visitor.locator('[data-testid="stPlotlyChart"]')
         classified = 0
-        while classified < 6 and booth.get_by_text("Preparing the booth model").count():
-            uploader.set_input_files(str(sample_jpeg))  # one more file: the rerun classifies them all
+        while classified < 3 and booth.get_by_text("Preparing the booth model").count():
+            photo = tmp_path / f"photo-{classified}.jpg"  # a new name: the same file again fires no change
+            shutil.copyfile(sample_jpeg, photo)
+            uploader.set_input_files(str(photo))  # one more file: the rerun classifies them all
             classified += 1
             charts.nth(classified - 1).wait_for(timeout=120_000)
             assert visitor.get_by_text(CRASH).count() == 0, "the classifying session crashed during the export"
@@ -37,5 +40,7 @@ def test_a_booth_export_and_a_classification_overlap(app_server, browser, fake_i
         assert visitor.get_by_text(CRASH).count() == 0 and booth.get_by_text(CRASH).count() == 0
         assert visitor.get_by_text("Traceback").count() == 0
     finally:
+        visitor.screenshot(path=str(tmp_path / "visitor-end.png"), full_page=True)
+        booth.screenshot(path=str(tmp_path / "booth-end.png"), full_page=True)
         booth.context.close()
         visitor.context.close()

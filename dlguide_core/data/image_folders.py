@@ -16,6 +16,7 @@ from typing import Any
 from torch.utils.data import Dataset
 from torchvision.datasets import ImageFolder
 
+from dlguide_core import settings
 from dlguide_core.data.cifar10 import CIFAR10_CLASSES, CIFAR10_FOLDER, open_cifar10
 from dlguide_core.errors import DatasetError
 from dlguide_core.vision import presets
@@ -81,11 +82,14 @@ def detect(path: str | Path) -> DatasetInfo | None:
 
 
 def find_datasets(roots: list[Path]) -> list[DatasetInfo]:
-    """Datasets directly inside (or at) each data root, sorted by path."""
+    """Datasets directly inside (or at) each data root, sorted by path. A symlink that leads out of its root
+    is not followed (settings.inside: symlinks resolved before the check)."""
     found: dict[Path, DatasetInfo] = {}
     for root in roots:
         for candidate in [root, *(p for p in sorted(root.iterdir()) if p.is_dir())]:
-            info = detect(candidate)
+            if not settings.inside(candidate, root):
+                continue
+            info = detect(candidate.resolve())
             if info is not None:
                 found.setdefault(candidate.resolve(), info)
     return [found[p] for p in sorted(found)]

@@ -110,6 +110,9 @@ def live_view(all_jobs: list) -> None:
     for job in chosen:  # a diverged run says so, with what to change (no status change)
         for warning in training_warnings(runs[job.id]["loss"], epochs[job.id], job.config):
             st.warning(f"{job.id}: {warning}", icon=":material/trending_up:")
+        if job.skipped_files:  # unreadable files its dataset left out (corrupt, dangling links, bombs)
+            st.warning(f"{job.id}: skipped {job.skipped_files['count']} unreadable file(s), e.g. "
+                       f"{'; '.join(job.skipped_files['examples'][:2])}", icon=":material/broken_image:")
     comparison_table(store, chosen, key="train_compare_table")
     st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y), key="train_loss_chart")
     left, right = st.columns(2)

@@ -40,6 +40,13 @@ def dataset_browser(info: image_folders.DatasetInfo) -> None:
     """Class counts and a few images per class (the guide's show_image), before training on them."""
     counts = pd.DataFrame({"class": list(info.train_counts), "train images": list(info.train_counts.values())})
     st.bar_chart(counts, x="class", y="train images", height=220)
+    if info.kind != "cifar10" and st.button("Check every image file", key="train_check_files"):
+        bad = image_folders.unreadable_files(info)  # a header scan: what training would skip
+        if bad.count:
+            st.warning(f"{bad.count} unreadable file(s) will be skipped by training: "
+                       + "; ".join(bad.examples), icon=":material/broken_image:")
+        else:
+            st.success("Every image file is readable.", icon=":material/check:")
     samples = (image_folders.cifar_samples(info) if info.kind == "cifar10" else
                {k: [str(p) for p in v] for k, v in image_folders.sample_paths(info).items()})
     for name, images in list(samples.items())[:10]:

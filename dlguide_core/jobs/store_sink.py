@@ -56,6 +56,9 @@ class StoreSink(NullSink):
         self.flush_now()
         self.store.set_checkpoint(self.job_id, path, step, epoch)
 
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        self.store.set_skipped_files(self.job_id, count, examples)  # `jobs show --json` -> skipped_files
+
     def should_stop(self) -> bool:
         return self._stop.is_set()
 

@@ -34,6 +34,7 @@ DEFAULT_MAX_PIXELS = 50_000_000
 PILLOW_HARD_LIMIT = 2 * Image.MAX_IMAGE_PIXELS  # Pillow refuses larger images itself, whatever we allow
 DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's visitors share it)
 MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
+HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits
 MAX_FILE_BYTES = 64 * 2**20  # a photo file; a device or a huge file is refused, not read into memory
 UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
 # Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
@@ -84,6 +85,31 @@ def load_image(source: bytes | str | Path, *, name: str | None = None, min_side:
         except (OSError, SyntaxError, ValueError) as exc:
             raise ImageError(f"{label}: truncated or corrupt image ({_short(exc)})") from None
         return to_rgb(img)
+
+
+def image_file_problem(path: str | Path) -> str | None:
+    """Why the file at `path` is no usable image (one line), or None: the checks of `load_image` that need
+    no pixel decoded (regular file, size, format, pixel limit). A dataset scan calls it for every file."""
+    label = str(path)
+    try:
+        with open(path, "rb", opener=_open_no_block) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return f"{label}: not a regular file"
+            if info.st_size == 0:
+                return f"{label}: the file is empty"
+            if info.st_size > MAX_FILE_BYTES:
+                return f"{label}: file too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})"
+            head = fh.read(HEADER_BYTES)
+    except OSError as exc:
+        return f"{label}: cannot read file ({exc.strerror or exc})"
+    try:
+        _open_checked(head, label)
+    except ImageError as exc:
+        # A header cut off by our read (a file over HEADER_BYTES) is left to the decoder to judge.
+        if info.st_size <= HEADER_BYTES or "unreadable image" not in str(exc):
+            return str(exc)
+    return None
 
 
 def read_image_bytes(source: bytes | str | Path, label: str) -> bytes:

@@ -77,24 +77,30 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
     page = context.new_page()
     page.set_default_timeout(600_000)
     booth = args.booth
+    step = "open"
     try:
-        page.goto(f"{url}/kiosk" if booth else url)
+        page.goto(url)  # booth mode serves the booth alone, at /
         if not booth and args.weights != "imagenet":
             page.get_by_test_id("stSelectbox").first.click()
             page.get_by_role("option", name="none (untrained, random init)").click()
         for i, path in enumerate(files):
             if booth:
+                step = f"upload {i}: choose Upload"
                 page.get_by_text("Upload", exact=True).click()
+                step = f"upload {i}: send the file"
                 page.locator("input[type=file]").set_input_files(str(path))
+                step = f"upload {i}: wait for the answer"
                 page.get_by_text("I think it's a").or_(page.get_by_text("too large")).first.wait_for()
-                page.get_by_text("Start over").click()
+                step = f"upload {i}: start over"
+                page.get_by_role("button", name="Start over").click()
                 page.get_by_text("Show the camera something").wait_for()
             else:
                 page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
                 answers = page.locator('[data-testid="stPlotlyChart"], [data-testid="stAlertContentError"]')
                 answers.nth(i).wait_for()
     except Exception as exc:  # noqa: BLE001 - reported in the JSON, the other sessions go on
-        errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        errors.append(f"{step}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        page.screenshot(path=str(Path(tempfile.gettempdir()) / f"bench-memory-{threading.get_ident()}.png"))
     finally:
         context.close()
 

@@ -108,6 +108,7 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
 def upload_stream(url: str, proc: psutil.Process, args: argparse.Namespace) -> dict:
     work = Path(tempfile.mkdtemp(prefix="dlguide-mem-"))
     bomb, largest = big_png(work / "bomb.png", BOMB_SIZE), big_png(work / "largest.png", LARGEST_SIZE)
+    png_kib = {"bomb": round(bomb.stat().st_size / 1024), "largest": round(largest.stat().st_size / 1024)}
     per_session = args.uploads // args.sessions
     plans = [[shutil.copyfile(bomb if (s + i) % 2 == 0 else largest, work / f"s{s}-{i}.png")
               for i in range(per_session)] for s in range(args.sessions)]
@@ -139,7 +140,7 @@ def upload_stream(url: str, proc: psutil.Process, args: argparse.Namespace) -> d
     return {"uploads": per_session * args.sessions, "sessions": args.sessions, "seconds": round(
         time.perf_counter() - start, 1), "rss_before_mib": before, "rss_peak_mib": peak[0],
         "rss_after_uploads_mib": after, "rss_10s_after_tabs_closed_mib": closed, "errors": errors,
-        "png_kib": {"bomb": round(bomb.stat().st_size / 1024) if bomb.exists() else None}}
+        "png_kib": png_kib}
 
 
 def _session_thread(url: str, args: argparse.Namespace, files: list[Path], errors: list[str]) -> None:

@@ -45,11 +45,11 @@ def test_bad_file_gets_its_own_error_and_the_others_still_classify(sample_jpeg):
     assert results[1].to_json() == {"image": "bad.jpg", "error": results[1].error}
 
 
-def test_sources_are_decoded_one_batch_at_a_time(sample_jpeg, monkeypatch):
+def test_sources_are_decoded_one_batch_at_a_time(cifar, sample_jpeg, monkeypatch):
     """--batch-size bounds the decoded images held at once (issue 18: every image was decoded first)."""
     from dlguide_core.vision import classify
 
-    loaded = load_model("none", device="cpu")
+    loaded = cifar  # a tiny CNN: the order of decodes and batches is what is tested
     events: list[str] = []
     real_load, real_classify = classify.load_image, classify.classify_images
     monkeypatch.setattr(classify, "load_image", lambda *a, **kw: events.append("decode") or real_load(*a, **kw))

@@ -182,7 +182,7 @@ def test_no_more_decodes_at_once_than_the_limit(monkeypatch):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.3)  # long enough that 8 threads started together overlap, even on a loaded machine
+        time.sleep(0.2)  # long enough that 8 threads started together overlap, even on a loaded machine
         try:
             return real_load(self)
         finally:

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Subset
 from torchvision.datasets import ImageFolder
 
 from dlguide_core.data.image_folders import readable_names
+from dlguide_core.data.safe_folders import SafeImageFolder
 from dlguide_core.errors import DlguideError
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.models import LoadedModel, imagenet_class_names
@@ -174,7 +175,8 @@ def split_dataset(data: str | Path, split: str, loaded: LoadedModel) -> ImageFol
     if not folder.is_dir():
         raise EvaluationError(f"{data} has no {split}/ folder of class folders (run `prepare` for tiny-imagenet)")
     try:
-        return ImageFolder(str(folder), transform=eval_transform(loaded.preset))
+        # Decoded like uploads; unreadable files skipped, past 1% a DatasetError (issue 18, data.safe_folders)
+        return SafeImageFolder(str(folder), transform=eval_transform(loaded.preset))
     except (FileNotFoundError, RuntimeError) as exc:  # no class folders / no images
         raise EvaluationError(f"{folder}: {exc}") from None
 

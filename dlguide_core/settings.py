@@ -33,11 +33,18 @@ def resolve_in_roots(path: str | Path, roots: list[Path] | None = None) -> Path:
     """Resolve `path` (symlinks included) and refuse it unless it lies inside a data root."""
     roots = data_roots() if roots is None else [r.resolve() for r in roots]
     resolved = Path(path).expanduser().resolve()
-    for root in roots:
-        if resolved == root or root in resolved.parents:
-            return resolved
+    if any(inside(resolved, root) for root in roots):
+        return resolved
     names = ", ".join(str(r) for r in roots) or "(none configured)"
     raise PathNotAllowed(f"{path} is outside the configured data roots: {names}. Set DLGUIDE_DATA_ROOTS.")
+
+
+def inside(path: str | Path, base: str | Path) -> bool:
+    """Whether `path` is `base` or lies under it, both with symlinks resolved first: the one containment rule
+    for reading from the data roots and for every write into a dataset (a symlinked class folder that
+    points elsewhere is outside)."""
+    resolved, base = Path(path).expanduser().resolve(), Path(base).expanduser().resolve()
+    return resolved == base or base in resolved.parents
 
 
 def kiosk_mode() -> bool:

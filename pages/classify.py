@@ -6,7 +6,7 @@ from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference.backend_base import backend_model
 from dlguide_core.vision.classify import classify_sources
-from dlguide_core.vision.images import UPLOAD_TYPES
+from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
 from dlguide_core.vision.result_files import results_csv, results_json
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from ui.backends import backend_selectbox, precision_options
@@ -59,7 +59,10 @@ with image_tab:
     with upload_tab:
         files = st.file_uploader("Images (jpg, png, webp, bmp, gif)", type=list(UPLOAD_TYPES),
                                  accept_multiple_files=True, key="classify_upload")
-        sources += [(f.name, f.getvalue()) for f in files or []]
+        if len(files or []) > MAX_FILES_PER_UPLOAD:
+            st.warning(f"{len(files)} files: only the first {MAX_FILES_PER_UPLOAD} are classified.",
+                       icon=":material/warning:")
+        sources += [(f.name, f.getvalue()) for f in (files or [])[:MAX_FILES_PER_UPLOAD]]
     with camera_tab:
         if st.toggle("Use the camera", key="classify_camera_on"):
             shot = st.camera_input("Take a picture", key="classify_camera")
@@ -91,3 +94,4 @@ with image_tab:
     for i, result in enumerate(results):
         st.subheader(result.image)
         show_result(result, result.decoded, key=f"classify_result_{i}")
+    del results, sources  # drawn: the decoded pixels and the upload copies go now, not at the next rerun

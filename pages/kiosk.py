@@ -135,7 +135,7 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> dict | None:
     if visitor and visitor["digest"] == digest:
         return visitor
     try:
-        image = load_image(data, name=name)
+        image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
     except ImageError as exc:
         st.error(str(exc), icon=":material/block:")
         return None

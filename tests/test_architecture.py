@@ -174,7 +174,7 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "training": {"jobs", "inference"},  # the loop reports through a sink; the store is the job process's business
     "inference": {"training", "jobs", "data"},
 }
-BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots",
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
         "tensorflow_runtime")  # the bottom layer
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300

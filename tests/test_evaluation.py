@@ -153,3 +153,12 @@ def test_restriction_on_tiny_imagenet_ids(tmp_path: Path) -> None:
     space = label_space(_imagenet_like(RedBlueDetector()), sorted(wnids), sorted(wnids))
     assert space.restricted and len(space.outputs) == 10
     assert [imagenet_class_names()[i] for i in space.outputs][:2] == ["goldfish", "koala"]
+
+
+def test_an_unreadable_file_in_the_split_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """Issue 18: evaluation decodes like uploads; a corrupt file no longer ends it with UnidentifiedImageError."""
+    data = write_toy_dataset(tmp_path / "toy", classes=3, per_class=1, val_per_class=3)
+    (data / "val" / "class_0" / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    checkpoint = toy_checkpoint(tmp_path / "c.pt", ("class_0", "class_1", "class_2"))
+    result = evaluate_model(load_model(str(checkpoint), device="cpu"), data, batch_size=4)
+    assert result.to_json()["images"] == 9

@@ -80,6 +80,13 @@ def dataset_browser(info: image_folders.DatasetInfo) -> None:
                            "<extra></extra>"))
     fig.update_layout(title="Train images per class", height=260, margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(fig, key="train_browse_counts", config={"displayModeBar": False})
+    if info.kind != "cifar10" and st.button("Check every image file", key="train_check_files"):
+        bad = image_folders.unreadable_files(info)  # a header scan: what training would skip
+        if bad.count:
+            st.warning(f"{bad.count} unreadable file(s) will be skipped by training: "
+                       + "; ".join(bad.examples), icon=":material/broken_image:")
+        else:
+            st.success("Every image file is readable.", icon=":material/check:")
     samples = (image_folders.cifar_samples(info) if info.kind == "cifar10" else
                {k: [str(p) for p in v] for k, v in image_folders.sample_paths(info).items()})
     for class_id, images in list(samples.items())[:10]:

@@ -124,6 +124,9 @@ def _summary(store: JobStore, job: Job, summary: dict) -> None:
                  icon=":material/error:")
     elif job.error:
         st.info(job.error, icon=":material/info:")
+    if job.skipped_files:  # unreadable files its dataset left out (corrupt, dangling links, bombs)
+        st.warning(f"Skipped {job.skipped_files['count']} unreadable file(s), e.g. "
+                   f"{'; '.join(job.skipped_files['examples'][:2])}", icon=":material/broken_image:")
     if note := stop_note(job, summary):
         st.caption(note.capitalize() + ".")
     if _has_checkpoint(job):

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, download_progress, positive_int
+from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, dataset_path, download_progress, positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,9 +37,15 @@ def run(args: argparse.Namespace) -> int:
     if args.weights == "none":
         print("error: --weights none scores a random model; give imagenet or a checkpoint PATH", file=sys.stderr)
         return EXIT_USAGE
-    if not Path(args.data).is_dir():
+    if Path(args.split).name != args.split or args.split in (".", ".."):
+        print(f"error: --split must be a folder name under DIR (val, test...), not {args.split!r}", file=sys.stderr)
+        return EXIT_USAGE
+    data = dataset_path(args.data)  # symlinks resolved; inside DLGUIDE_DATA_ROOTS when set (else exit 2)
+    dataset_path(str(data / args.split))  # a split symlinked out of the roots is refused the same way
+    if not data.is_dir():
         print(f"error: {args.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
+    args.data = str(data)
     if args.detach:
         return _detach(args)
     from dlguide_core.evaluation import EvaluationError, evaluate_model

@@ -23,7 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from dlguide_core.cli.common import EXIT_USAGE
     from dlguide_core.inference.export import export_onnx
+
+    if Path(args.out).is_dir():  # before loading any weights: a usage error, in one line
+        print(f"error: --out {args.out} is a directory; name the .onnx file to write", file=sys.stderr)
+        return EXIT_USAGE
     from dlguide_core.vision.models import load_model
 
     # Export from the CPU: the graph is device-independent and this avoids GPU-only kernels in tracing.

@@ -5,19 +5,24 @@ adds its parser and sets `func(args) -> exit code`.
 
 Exit codes (a contract other tools rely on, defined once in `cli.common`): 0 success,
 1 some work failed, 2 usage errors (bad arguments, unreadable checkpoint, path outside the
-data roots, a job store that cannot be used), 3 weights unavailable offline.
+data roots, a path the filesystem refuses, a job store that cannot be used), 3 weights unavailable offline;
+141 when the reader of stdout went away (`... | head`), quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 from dlguide_core import __version__
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
 from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, StoreError, WeightsUnavailable
 
+EXIT_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose reader closed the pipe
+USAGE_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EACCES}
 COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate", "store")
 
 
@@ -47,3 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `jobs export ID --csv | head`: the reader left; stop quietly, as Unix tools do
+        _silence_stdout()
+        return EXIT_PIPE
+    except OSError as exc:  # a path the filesystem refuses (name too long, not a folder...): one line
+        name = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {name}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.errno in USAGE_ERRNOS else EXIT_FAILED
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout once more at exit and would print a second BrokenPipeError: point it at devnull.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured in tests): nothing to flush
+        pass

@@ -39,9 +39,14 @@ def run(args: argparse.Namespace) -> int:
         target = tiny_imagenet.fetch_tiny_imagenet(target.parent if target.name == "tiny-imagenet-200" else target,
                                                    progress)
     report = tiny_imagenet.prepare_tiny_imagenet(target)
+    info = image_folders.detect(target)
+    unreadable = image_folders.unreadable_files(info) if info is not None else None
     _emit(args.json, {"path": str(target), "dataset": "tiny-imagenet", "moved": report.moved,
                       "already_in_place": report.already_in_place, "total": report.total,
-                      "classes": report.classes})
+                      "classes": report.classes, "unreadable": unreadable.to_json() if unreadable else None})
+    if unreadable and unreadable.count:  # said up front, not first in a training job's log
+        print(f"warning: {unreadable.count} unreadable file(s) will be skipped by training (e.g. "
+              f"{unreadable.examples[0]})", file=sys.stderr)
     return EXIT_OK
 
 

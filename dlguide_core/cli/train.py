@@ -86,7 +86,7 @@ def build_config(args: argparse.Namespace):
 
     overrides = {name: getattr(args, name) for name in FIELDS}
     overrides["data"] = str(dataset_path(args.data)) if args.data else ""
-    if args.weights not in (None, "imagenet", "none"):
+    if args.weights not in (None, "imagenet", "none") and args.weights.strip():  # blank: the config refuses it
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
     for flag in ("amp", "channels_last", "sync_batchnorm", "scale_lr"):
         if getattr(args, flag):

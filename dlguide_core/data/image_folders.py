@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from torch.utils.data import Dataset
-from torchvision.datasets import ImageFolder
 
+from dlguide_core import settings
 from dlguide_core.data.cifar10 import CIFAR10_CLASSES, CIFAR10_FOLDER, open_cifar10
+from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, scan
 from dlguide_core.errors import DatasetError
 from dlguide_core.vision import presets
 
@@ -49,6 +50,7 @@ class DataBundle:
     train_preset: presets.TrainPreset
     eval_preset: presets.EvalPreset
     display_names: tuple[str, ...] = ()  # what people read ("goldfish" for n01443537); class_names if empty
+    skipped: SkippedFiles = SkippedFiles()  # unreadable files left out of train and val (safe_folders)
 
 
 def _image_files(folder: Path) -> list[Path]:
@@ -81,14 +83,27 @@ def detect(path: str | Path) -> DatasetInfo | None:
 
 
 def find_datasets(roots: list[Path]) -> list[DatasetInfo]:
-    """Datasets directly inside (or at) each data root, sorted by path."""
+    """Datasets directly inside (or at) each data root, sorted by path. A symlink that leads out of its root
+    is not followed (settings.inside: symlinks resolved before the check)."""
     found: dict[Path, DatasetInfo] = {}
     for root in roots:
         for candidate in [root, *(p for p in sorted(root.iterdir()) if p.is_dir())]:
-            info = detect(candidate)
+            if not settings.inside(candidate, root):
+                continue
+            info = detect(candidate.resolve())
             if info is not None:
                 found.setdefault(candidate.resolve(), info)
     return [found[p] for p in sorted(found)]
+
+
+def unreadable_files(info: DatasetInfo) -> SkippedFiles:
+    """The image files of an ImageFolder layout that training would skip as unreadable (a header scan:
+    corrupt, empty, dangling symlinks, over the pixel limit), for `prepare` and the dataset browser."""
+    if info.kind == "cifar10":
+        return SkippedFiles()
+    folders = [info.path / "train", *([v] if (v := _val_dir(info.path)) is not None else [])]
+    _, bad = scan(p for folder in folders for p in sorted(_image_files(folder)))
+    return SkippedFiles(len(bad), tuple(bad[:MAX_EXAMPLES]))
 
 
 def sample_paths(info: DatasetInfo, per_class: int = 4, max_classes: int = 10) -> dict[str, list[Path]]:
@@ -96,8 +111,8 @@ def sample_paths(info: DatasetInfo, per_class: int = 4, max_classes: int = 10) -
     out: dict[str, list[Path]] = {}
     for name in info.classes[:max_classes]:
         folder = info.path / "train" / name
-        if folder.is_dir():
-            out[name] = sorted(_image_files(folder))[:per_class]
+        if folder.is_dir():  # readable files only: a corrupt one would break the browser's image grid
+            out[name] = [Path(p) for p in scan(sorted(_image_files(folder))[:per_class * 4])[0][:per_class]]
     return out
 
 
@@ -115,7 +130,7 @@ def cifar_samples(info: DatasetInfo, per_class: int = 4) -> dict[str, list[Any]]
     return out
 
 
-class _FixedClassesFolder(ImageFolder):
+class _FixedClassesFolder(SafeImageFolder):
     """An ImageFolder whose class -> index map is given (the train split's), not re-derived."""
 
     def __init__(self, root: str, classes: tuple[str, ...], **kwargs: Any) -> None:
@@ -138,7 +153,7 @@ def _imagefolder(info: DatasetInfo, train_preset: presets.TrainPreset, eval_pres
     val_dir = _val_dir(info.path)
     if val_dir is None:
         raise DatasetError(f"{info.path} has train/ but no val/ (or test/) folder")
-    train = ImageFolder(str(info.path / "train"), transform=presets.train_transform(train_preset))
+    train = SafeImageFolder(str(info.path / "train"), transform=presets.train_transform(train_preset))
     val = _FixedClassesFolder(str(val_dir), tuple(train.classes), transform=presets.eval_transform(eval_preset))
     if len(val) == 0:
         raise DatasetError(f"{val_dir} holds no images")
@@ -162,7 +177,8 @@ def load_data(arch: str, data: str | Path, image_size: int = 299) -> DataBundle:
         val = open_cifar10(info.path, False, presets.eval_transform(eval_preset))
         return DataBundle(train, val, CIFAR10_CLASSES, train_preset, eval_preset)
     train, val, classes = _imagefolder(info, train_preset, eval_preset)
-    return DataBundle(train, val, classes, train_preset, eval_preset, readable_names(info.path, classes))
+    return DataBundle(train, val, classes, train_preset, eval_preset, readable_names(info.path, classes),
+                      train.skipped + val.skipped)
 
 
 def readable_names(root: Path, classes: tuple[str, ...]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlguide_core import settings
 from dlguide_core.data.archives import check_members, fetch_archive
 from dlguide_core.downloads import ProgressFn
 from dlguide_core.errors import DatasetError
@@ -35,7 +36,12 @@ class PrepareReport:
 def _read_annotations(path: Path) -> dict[str, str]:
     """val_annotations.txt -> {file name: wnid}; each line is `file<TAB>wnid<TAB>box...`."""
     mapping: dict[str, str] = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text (byte {exc.start}); is it the tiny-imagenet file? "
+                           "Nothing was moved") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split("\t")
@@ -72,6 +78,10 @@ def _plan_moves(val: Path, annotations: dict[str, str]) -> tuple[list[tuple[Path
     if missing:
         raise DatasetError(f"{len(missing)} annotated file(s) are missing (e.g. {missing[0]}); "
                            "the layout is inconsistent and nothing was moved")
+    root = val.parent
+    outside = next((p for move in moves for p in (move[0], move[1].parent) if not settings.inside(p, root)), None)
+    if outside is not None:  # a symlinked val/<wnid> or val/images: never move a file out of the dataset
+        raise DatasetError(f"{outside} leads outside {root.resolve()} (a symlink?); nothing was moved")
     return moves, in_place
 
 

@@ -6,6 +6,9 @@ everything a backend needs to label and feed it: class names, the preprocessing 
 the exporter derived from the model (torch.onnx's dynamo exporter names the input after
 `forward`'s argument, e.g. "x"); consumers read them from the file, never assume them
 (the guide's hard-coded 'x.1' broke when the exporter changed).
+
+The tracing runs in a child process (`export_child`): torch's exporter patches nn.Module.__call__ for the
+whole process while it traces, which breaks every other thread's inference in a served app (issue 18).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import inspect
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,7 @@ from dlguide_core.vision.presets import EvalPreset
 EXPORTERS = ("dynamo", "torchscript")
 META_PREFIX = "dlguide."
 MAX_BATCH = 4096  # upper bound of the dynamic batch dimension declared to torch.export
+EXPORT_TIMEOUT_S = 3600  # a child export that has not finished by then is stuck, not slow
 
 
 class ExportError(DlguideError):
@@ -62,45 +68,54 @@ class OnnxExport:
         return data
 
 
-def export_cache_path(loaded: LoadedModel) -> Path:
-    """Where the ONNX file of these exact weights is cached."""
-    return settings.home() / "exports" / f"{loaded.arch}-{loaded.fingerprint}.onnx"
+def export_cache_path(loaded: LoadedModel, exporter: str = "dynamo", opset: int | None = None) -> Path:
+    """Where the ONNX file of these exact weights and export options is cached. Every option that changes
+    the file is in the name; the default export keeps its historical name `<arch>-<fingerprint>.onnx`."""
+    options = "" if (exporter, opset) == ("dynamo", None) else f".{exporter}" + (f".opset{opset}" if opset else "")
+    return settings.home() / "exports" / f"{loaded.arch}-{loaded.fingerprint}{options}.onnx"
 
 
 def export_onnx(loaded: LoadedModel, out: str | Path | None = None, *, exporter: str = "dynamo",
                 opset: int | None = None, force: bool = False) -> OnnxExport:
-    """Export `loaded` (or reuse the cached file for its fingerprint); copy it to `out` when given."""
+    """Export `loaded` (or reuse the cached file for its weights and options); copy it to `out` when given."""
     if exporter not in EXPORTERS:
         raise ValueError(f"exporter must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
-    cache = export_cache_path(loaded)
-    cached = cache.is_file() and not force and cache_matches(cache, loaded.fingerprint)
+    if out is not None and Path(out).is_dir():
+        raise ExportError(f"--out {out} is a directory; name the .onnx file to write")
+    cache = export_cache_path(loaded, exporter, opset)
+    cached = not force and cache_matches(cache, loaded.fingerprint, exporter=exporter, opset=opset)
     seconds = 0.0
     if not cached:
         start = time.perf_counter()
-        proto = _export_proto(loaded, exporter, opset)
-        write_checked(proto, cache, _metadata(loaded, exporter))
+        _export_in_child(loaded, cache, exporter, opset)
         seconds = time.perf_counter() - start
     if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.resolve() != cache.resolve():
-            shutil.copyfile(cache, out)
+        _copy_out(cache, Path(out))
     result = read_export(out if out is not None else cache)
     return replace(result, export_s=round(seconds, 3), cached=cached)
 
 
-def cache_matches(path: Path, fingerprint: str) -> bool:
-    """Whether `path` is a readable dlguide ONNX file of the weights with this fingerprint."""
+def _copy_out(cache: Path, out: Path) -> None:
     try:
-        return read_metadata(path).get("fingerprint") == fingerprint
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.resolve() != cache.resolve():
+            shutil.copyfile(cache, out)
+    except OSError as exc:
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def cache_matches(path: Path, fingerprint: str, *, exporter: str | None = None, opset: int | None = None) -> bool:
+    """Whether `path` is a readable dlguide ONNX file of the weights with this fingerprint (and, when given,
+    made by this exporter at this opset)."""
+    try:
+        if not path.is_file():
+            return False
+        meta = read_metadata(path)
+        if meta.get("fingerprint") != fingerprint or (exporter and meta.get("exporter") != exporter):
+            return False
+        return opset is None or read_export(path).opset == opset
     except Exception:  # a truncated or foreign file is simply re-exported
         return False
-
-
-def _example_batch(loaded: LoadedModel) -> torch.Tensor:
-    # Batch 2, not 1: torch.export specialises size-1 dimensions, which would pin the batch.
-    crop = loaded.preset.crop
-    return torch.randn(2, 3, crop, crop, device=loaded.device)  # (2, 3, crop, crop)
 
 
 def forward_input_name(model: torch.nn.Module) -> str:
@@ -109,48 +124,49 @@ def forward_input_name(model: torch.nn.Module) -> str:
     return params[0] if params else "input"
 
 
-def _export_proto(loaded: LoadedModel, exporter: str, opset: int | None):
-    was_training = loaded.model.training
-    loaded.model.eval()  # exporting in train mode would bake batch statistics into the graph
+def _export_in_child(loaded: LoadedModel, cache: Path, exporter: str, opset: int | None) -> None:
+    """Trace in `python -m dlguide_core.inference.export_child`, never in this process (see that module)."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in loaded.model.state_dict().items()}
+    job = {"arch": loaded.arch, "arch_kwargs": dict(loaded.arch_kwargs), "model": state,
+           "crop": int(loaded.preset.crop), "exporter": exporter, "opset": opset, "out": str(cache),
+           "metadata": _metadata(loaded, exporter)}
+    fd, job_name = tempfile.mkstemp(prefix=cache.name + ".", suffix=".job", dir=cache.parent)
+    os.close(fd)
     try:
-        with torch.no_grad():
-            if exporter == "dynamo":
-                return _export_dynamo(loaded, opset)
-            return _export_torchscript(loaded, opset)
-    except DlguideError:
-        raise
-    except Exception as exc:  # torch.onnx raises many unrelated types
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ExportError(f"ONNX export ({exporter}) failed: {first[:300]}") from exc
+        torch.save(job, job_name)
+        del state, job
+        done = subprocess.run([sys.executable, "-m", "dlguide_core.inference.export_child", job_name],
+                              env=_child_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              errors="replace", timeout=EXPORT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ExportError(f"ONNX export ({exporter}) took over {EXPORT_TIMEOUT_S} s and was stopped") from None
     finally:
-        loaded.model.train(was_training)
+        Path(job_name).unlink(missing_ok=True)
+    if done.returncode != 0:
+        raise ExportError(_child_failure(done.returncode, done.stderr, exporter))
 
 
-def _export_dynamo(loaded: LoadedModel, opset: int | None):
-    try:
-        import onnxscript  # noqa: F401  (the dynamo exporter needs it; say so instead of a deep ImportError)
-    except ImportError:
-        raise ExportError("the dynamo ONNX exporter needs onnxscript: pip install onnxscript "
-                          "(or use exporter='torchscript')") from None
-    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
-    program = torch.onnx.export(loaded.model, (_example_batch(loaded),), dynamo=True, verbose=False,
-                                dynamic_shapes=({0: batch},), external_data=False, opset_version=opset)
-    return program.model_proto
+def _child_env() -> dict[str, str]:
+    # The child imports dlguide_core from where this process did, whatever its working directory.
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
 
 
-def _export_torchscript(loaded: LoadedModel, opset: int | None):
-    import io
-
-    import onnx
-
-    name = forward_input_name(loaded.model)
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():  # the user chose the legacy exporter; its DeprecationWarning is noise
-        warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(loaded.model, (_example_batch(loaded),), buffer, dynamo=False, input_names=[name],
-                          output_names=["logits"], dynamic_axes={name: {0: "batch"}, "logits": {0: "batch"}},
-                          opset_version=opset or 17)
-    return onnx.load_from_string(buffer.getvalue())
+def _child_failure(returncode: int, stderr: str, exporter: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), None)
+    if said:
+        return said
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return f"the ONNX export ({exporter}) process was killed by {name} (out of memory?)"
+    last = lines[-1][:300] if lines else "no output"
+    return f"the ONNX export ({exporter}) process failed (exit {returncode}): {last}"
 
 
 def _metadata(loaded: LoadedModel, exporter: str) -> dict[str, str]:

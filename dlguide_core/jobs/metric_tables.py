@@ -6,13 +6,13 @@ columns or rows. `JobStore` is a `MetricTables`, so every query here is a method
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
 import time
 from typing import Any
 
+from dlguide_core import csv_cells
 from dlguide_core.jobs.database import Database
 from dlguide_core.jobs.dialect import upsert
 from dlguide_core.training.sinks import STEP_EXTRAS
@@ -96,7 +96,7 @@ class MetricTables(Database):
         """Per-step rows joined with the metrics of the epoch each step belongs to."""
         by_epoch = {e["epoch"]: e for e in self.epochs(job_id)}
         out = io.StringIO()
-        writer = csv.writer(out)
+        writer = csv_cells.writer(out)  # formula-like text escaped (OWASP CSV injection)
         writer.writerow([*STEP_COLUMNS, *EPOCH_METRICS, *(e[0] for e in STEP_EXTRAS)])
         cols = self.steps(job_id)
         for i in range(len(cols["step"])):

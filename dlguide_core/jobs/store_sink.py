@@ -85,6 +85,9 @@ class StoreSink(NullSink):
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
         self._write(lambda s: s.set_checkpoint(self.job_id, path, step, epoch))
 
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        self.store.set_skipped_files(self.job_id, count, examples)  # `jobs show --json` -> skipped_files
+
     def should_stop(self) -> bool:
         return self._stop.is_set()
 

@@ -10,6 +10,7 @@ metrics the run is about to redo. The registry of recipes by name is `recipes.py
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -54,18 +55,19 @@ class TrainConfig:
     scale_lr: bool = False  # the linear scaling rule: lr x world size; off = the lr as set
 
     def __post_init__(self) -> None:
-        _check(self.epochs >= 1, "epochs must be at least 1")
-        _check(self.batch_size >= 1, "batch size must be at least 1")
-        _check(self.lr > 0, "learning rate must be positive")
-        _check(self.workers >= 0, "workers cannot be negative")
+        # Every number in a range named in its message: refused at submit, not hours later in the job.
+        for name, label, low, high in INT_RANGES:
+            _check_range(label, getattr(self, name), low, high, whole=True)
+        for name, label, low, high, open_low in FLOAT_RANGES:
+            _check_range(label, getattr(self, name), low, high, whole=False, open_low=open_low)
+        if self.max_steps is not None:
+            _check_range("max steps", self.max_steps, 1, MAX_STEPS, whole=True)
         _check(0.0 <= self.label_smoothing < 1.0, "label smoothing must be in [0, 1)")
-        _check(self.max_steps is None or self.max_steps >= 1, "max steps must be at least 1")
         _check(self.amp_dtype in AMP_DTYPES, f"amp dtype must be one of {', '.join(AMP_DTYPES)}")
         base = self.device.split(":")[0]
         _check(base in DEVICE_CHOICES, f"device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
-        _check(bool(self.weights), "weights must be imagenet, none or a checkpoint path")
-        _check(self.nproc_per_node >= 1 and self.nnodes >= 1, "processes per node and nodes must be at least 1")
-        _check(self.max_restarts >= 0, "max restarts cannot be negative")
+        _check(isinstance(self.weights, str) and bool(self.weights.strip()),
+               "weights must be imagenet, none or a checkpoint path, not empty")
         if self.nnodes > 1 and self.rdzv_endpoint != RDZV_BY_SCHEDULER and (
                 problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
             raise ConfigError(problem)
@@ -75,6 +77,32 @@ class TrainConfig:
 
 # The rendezvous of a job a cluster scheduler runs: chosen when the job starts (its first node), not at submit.
 RDZV_BY_SCHEDULER = "scheduler"
+MAX_STEPS = 10**9
+# (field, what the message calls it, lowest, highest): whole numbers
+INT_RANGES = (
+    ("epochs", "epochs", 1, 10_000), ("batch_size", "batch size", 1, 65_536),
+    ("lr_step_size", "lr step size", 1, 10_000), ("image_size", "image size", 1, 1024),
+    ("workers", "workers", 0, 64), ("seed", "seed", 0, 2**32 - 1),
+    ("nproc_per_node", "processes per node", 1, 64), ("nnodes", "nodes", 1, 4096),
+    ("max_restarts", "max restarts", 0, 100),
+)
+# (field, message name, lowest, highest, lowest excluded): finite numbers
+FLOAT_RANGES = (
+    ("lr", "learning rate", 0.0, 10.0, True), ("momentum", "momentum", 0.0, 1.0, False),
+    ("weight_decay", "weight decay", 0.0, 1.0, False), ("lr_gamma", "lr gamma", 0.0, 1.0, True),
+    ("label_smoothing", "label smoothing", 0.0, 1.0, False),
+    ("checkpoint_minutes", "checkpoint minutes", 0.0, 1440.0, True),
+)
+
+
+def _check_range(label: str, value: Any, low: float, high: float, *, whole: bool, open_low: bool = False) -> None:
+    ok_type = isinstance(value, int) if whole else isinstance(value, (int, float))
+    ok = ok_type and not isinstance(value, bool) and math.isfinite(value) and (
+        low < value <= high if open_low else low <= value <= high)
+    if not ok:
+        span = f"({low:g}, {high:g}]" if open_low else f"[{low:g}, {high:g}]"
+        kind = "a whole number" if whole else "a number"
+        raise ConfigError(f"{label} must be {kind} in {span}, not {value!r}")
 
 
 def rdzv_endpoint_problem(endpoint: str) -> str | None:

@@ -73,3 +73,7 @@ class WriterRankSink(NullSink):
     def on_checkpoint(self, path: Any, **kwargs: Any) -> None:
         if self.env.is_writer:
             self.inner.on_checkpoint(path, **kwargs)
+
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        if self.env.is_writer:
+            self.inner.on_skipped_files(count, examples)

@@ -237,6 +237,8 @@ def fit(run: TrainingRun, sink: TrainingSink, checkpoint: Path | None) -> RunRes
     """Train until the last epoch, `max_steps`, or the sink asks to stop (checkpointing each time)."""
     sink.on_start(total_steps=run.total_steps, epochs=run.cfg.epochs, class_names=run.bundle.class_names,
                   start_step=run.step, start_epoch=run.epoch)
+    if run.bundle.skipped.count:  # unreadable files the dataset left out (data.safe_folders)
+        sink.on_skipped_files(run.bundle.skipped.count, run.bundle.skipped.examples)
     while run.epoch < run.cfg.epochs and not (run.cfg.max_steps and run.step >= run.cfg.max_steps):
         why = train_one_epoch(run, sink, checkpoint)
         if why == "stopped":

@@ -49,6 +49,9 @@ class TrainingSink(Protocol):
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
         """After a checkpoint is safely on disk; `epoch` is the number of completed epochs."""
 
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        """Once per run, when the dataset left unreadable files out: how many, and up to 5 of them."""
+
 
 class NullSink:
     """Listens to nothing; the base for partial sinks."""
@@ -70,6 +73,9 @@ class NullSink:
         pass
 
     def on_checkpoint(self, path: Path, *, step: int | None = None, epoch: int | None = None) -> None:
+        pass
+
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
         pass
 
 
@@ -102,6 +108,10 @@ class TeeSink(NullSink):
         for sink in self.sinks:
             sink.on_checkpoint(path, **kwargs)
 
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        for sink in self.sinks:
+            sink.on_skipped_files(count, examples)
+
 
 class ConsoleSink(NullSink):
     """Prints progress for the foreground CLI: a line every `every` steps and per epoch."""
@@ -129,6 +139,9 @@ class ConsoleSink(NullSink):
 
     def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
         print(f"checkpoint {path} (step {kwargs.get('step')})", file=self.stream, flush=True)
+
+    def on_skipped_files(self, count: int, examples: tuple[str, ...]) -> None:
+        print(f"skipped {count} unreadable file(s): " + "; ".join(examples), file=self.stream, flush=True)
 
 
 class RecordingSink(NullSink):

@@ -70,15 +70,27 @@ def classify_images(loaded: LoadedModel, images: Sequence[Image.Image], *, k: in
 
 def classify_sources(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]], *,
                      k: int = 5, batch_size: int = 32) -> list[ImageResult]:
-    """(name, bytes-or-path) pairs -> one ImageResult each, in order; bad files get an error, not an exception."""
+    """(name, bytes-or-path) pairs -> one ImageResult each, in order; bad files get an error, not an exception.
+
+    Sources are decoded one batch at a time, each straight to the size the model's preset needs, so
+    `batch_size` bounds the decoded pixels held at once (plus the small images kept for display)."""
+    results: list[ImageResult] = []
+    for start in range(0, len(sources), batch_size):
+        results.extend(_classify_batch(loaded, sources[start:start + batch_size], k))
+    return results
+
+
+def _classify_batch(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]],
+                    k: int) -> list[ImageResult]:
+    results = [ImageResult(name) for name, _ in sources]
     decoded: list[tuple[int, Image.Image]] = []
-    results: list[ImageResult] = [ImageResult(name) for name, _ in sources]
     for i, (name, source) in enumerate(sources):
         try:
-            decoded.append((i, load_image(source, name=name)))
+            decoded.append((i, load_image(source, name=name, min_side=loaded.preset.resize)))
         except ImageError as exc:
             results[i] = ImageResult(name, error=str(exc))
-    tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=batch_size)
-    for (i, img), top in zip(decoded, tops):
-        results[i] = ImageResult(results[i].image, top=top, decoded=img)
+    if decoded:
+        tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=len(decoded))
+        for (i, img), top in zip(decoded, tops):
+            results[i] = ImageResult(results[i].image, top=top, decoded=img)
     return results

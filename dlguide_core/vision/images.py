@@ -2,13 +2,24 @@
 
 Handles EXIF orientation, grayscale, CMYK, palette and alpha, 16-bit and float
 modes, and the first frame of animated files. Refuses empty files, non-images,
-truncated files and decompression bombs before decoding their pixels.
+truncated files and decompression bombs before decoding their pixels; reads only
+regular files, and at most MAX_FILE_BYTES of them.
+
+Memory is bounded per image and per process (issue 18: a 403 KB PNG decoded to 400 MB):
+given `min_side` (the model's resize), a JPEG decodes straight to a smaller scale
+(`Image.draft`) and any other format is reduced right after decoding, before the
+mode conversions that used to copy the full-resolution image three times; at most
+DLGUIDE_MAX_DECODES images decode at once in a process.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import math
 import os
+import stat
+import threading
 import warnings
 from pathlib import Path
 
@@ -17,7 +28,14 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from dlguide_core.errors import ImageError
 
-DEFAULT_MAX_PIXELS = 100_000_000  # 100 MP: above any phone camera, far below a bomb
+# 50 MP: a full-resolution 48/50 MP phone photo or a 45 MP camera still passes; a PNG or WebP (which
+# cannot decode at a smaller scale) then needs at most 200 MB while it decodes, not the 400 MB of 100 MP.
+DEFAULT_MAX_PIXELS = 50_000_000
+PILLOW_HARD_LIMIT = 2 * Image.MAX_IMAGE_PIXELS  # Pillow refuses larger images itself, whatever we allow
+DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's visitors share it)
+MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
+HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits
+MAX_FILE_BYTES = 64 * 2**20  # a photo file; a device or a huge file is refused, not read into memory
 UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
 # Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
 # PostScript/EPS "photo" never reaches Ghostscript and rarely used decoders stay out of reach.
@@ -25,32 +43,122 @@ DECODERS = ("JPEG", "PNG", "WEBP", "BMP", "GIF")
 
 
 def max_pixels() -> int:
-    return int(os.environ.get("DLGUIDE_MAX_IMAGE_PIXELS", DEFAULT_MAX_PIXELS))
+    """DLGUIDE_MAX_IMAGE_PIXELS, checked: ImageError in one line for a value that is not a whole number
+    from 1 to Pillow's own hard limit (a larger one could never take effect)."""
+    raw = os.environ.get("DLGUIDE_MAX_IMAGE_PIXELS", "").strip()
+    if not raw:
+        return DEFAULT_MAX_PIXELS
+    value = int(raw) if raw.isdigit() else 0
+    if not 1 <= value <= PILLOW_HARD_LIMIT:
+        raise ImageError(f"DLGUIDE_MAX_IMAGE_PIXELS must be a whole number from 1 to {PILLOW_HARD_LIMIT:,} "
+                         f"(default {DEFAULT_MAX_PIXELS:,}), not {raw[:40]!r}")
+    return value
 
 
-def load_image(source: bytes | str | Path, *, name: str | None = None) -> Image.Image:
-    """Bytes or a path -> an RGB image, fully decoded; raises ImageError with a one-line reason."""
+@functools.lru_cache(maxsize=1)
+def decode_slots() -> threading.BoundedSemaphore:
+    """The process-wide limit on images decoding at once (DLGUIDE_MAX_DECODES, default 2)."""
+    raw = os.environ.get("DLGUIDE_MAX_DECODES", "").strip()
+    return threading.BoundedSemaphore(int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_DECODES)
+
+
+def load_image(source: bytes | str | Path, *, name: str | None = None, min_side: int | None = None) -> Image.Image:
+    """Bytes or a path -> an RGB image; raises ImageError with a one-line reason.
+
+    With `min_side` (e.g. the model preset's resize) the image comes back reduced to a shorter side of at
+    least `min_side` (under twice that when reducing): all a model and a thumbnail need, and the full
+    resolution never exists as more than one decoded buffer. Without it, full resolution."""
     label = name or (str(source) if not isinstance(source, bytes) else "upload")
-    data = _read_bytes(source, label)
+    data = read_image_bytes(source, label)
     if not data:
         raise ImageError(f"{label}: the file is empty")
     img = _open_checked(data, label)
+    with decode_slots():
+        try:
+            img.seek(0)  # first frame of animated GIF/WebP/PNG
+            if min_side:
+                _draft(img, min_side)
+            img.load()
+            if min_side:
+                img = _reduce(img, min_side)
+            img = ImageOps.exif_transpose(img)
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ImageError(f"{label}: truncated or corrupt image ({_short(exc)})") from None
+        return to_rgb(img)
+
+
+def image_file_problem(path: str | Path) -> str | None:
+    """Why the file at `path` is no usable image (one line), or None: the checks of `load_image` that need
+    no pixel decoded (regular file, size, format, pixel limit). A dataset scan calls it for every file."""
+    label = str(path)
     try:
-        img.seek(0)  # first frame of animated GIF/WebP/PNG
-        img.load()
-        img = ImageOps.exif_transpose(img)
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise ImageError(f"{label}: truncated or corrupt image ({_short(exc)})") from None
-    return to_rgb(img)
+        with open(path, "rb", opener=_open_no_block) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return f"{label}: not a regular file"
+            if info.st_size == 0:
+                return f"{label}: the file is empty"
+            if info.st_size > MAX_FILE_BYTES:
+                return f"{label}: file too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})"
+            head = fh.read(HEADER_BYTES)
+    except OSError as exc:
+        return f"{label}: cannot read file ({exc.strerror or exc})"
+    try:
+        _open_checked(head, label)
+    except ImageError as exc:
+        # A header cut off by our read (a file over HEADER_BYTES) is left to the decoder to judge.
+        if info.st_size <= HEADER_BYTES or "unreadable image" not in str(exc):
+            return str(exc)
+    return None
 
 
-def _read_bytes(source: bytes | str | Path, label: str) -> bytes:
+def read_image_bytes(source: bytes | str | Path, label: str) -> bytes:
+    """The bytes of an upload, or of a path that is a regular file of at most MAX_FILE_BYTES (a FIFO would
+    hang the read, /dev/zero fill the memory)."""
     if isinstance(source, bytes):
         return source
     try:
-        return Path(source).read_bytes()
+        with open(source, "rb", opener=_open_no_block) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ImageError(f"{label}: not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                raise ImageError(f"{label}: file too large ({info.st_size:,} bytes; limit {MAX_FILE_BYTES:,})")
+            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ImageError(f"{label}: cannot read file ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:  # the file grew while we read it
+        raise ImageError(f"{label}: file too large (limit {MAX_FILE_BYTES:,} bytes)")
+    return data
+
+
+def _open_no_block(path: str, flags: int) -> int:
+    # O_NONBLOCK: opening a FIFO with no writer returns at once (the regular-file check then refuses it).
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+def _draft(img: Image.Image, min_side: int) -> None:
+    # JPEG decodes at 1/2, 1/4 or 1/8 scale, the largest that keeps the shorter side >= min_side.
+    if img.format != "JPEG":
+        return
+    width, height = img.size
+    scale = min_side / min(width, height)
+    if scale < 0.5:
+        img.draft("RGB" if img.mode in ("RGB", "YCbCr") else img.mode,
+                  (math.ceil(width * scale), math.ceil(height * scale)))
+
+
+def _reduce(img: Image.Image, min_side: int) -> Image.Image:
+    # A box-filter reduction by a whole factor, keeping the shorter side >= min_side; modes whose
+    # values are not intensities (palette, 1-bit, 16-bit) are converted first.
+    factor = min(img.size) // min_side
+    if factor < 2:
+        return img
+    if img.mode not in ("L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "I", "F"):
+        img = to_rgb(img)
+    reduced = img.reduce(factor)
+    reduced.info = img.info  # keeps the EXIF orientation for exif_transpose
+    return reduced
 
 
 def _open_checked(data: bytes, label: str) -> Image.Image:

@@ -20,7 +20,7 @@ from torch import nn
 from torchvision.models import Inception_V3_Weights, inception_v3
 
 from dlguide_core.downloads import DownloadFailed, ProgressFn, download_file
-from dlguide_core.errors import WeightsUnavailable
+from dlguide_core.errors import CheckpointError, WeightsUnavailable
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset
 
@@ -171,10 +171,12 @@ def _load_untrained() -> LoadedModel:
 def _load_from_checkpoint(path: Path) -> LoadedModel:
     data = load_checkpoint(path)
     kwargs = dict(data["arch_kwargs"])
+    state = _strip_prefixes(data["model"])
+    _check_state_fits(path.name, data["arch"], kwargs, state)
     model = build_model(data["arch"], **kwargs)
     if data["arch"] == "inception_v3":
         drop_aux_head(model)
-    model.load_state_dict(_strip_prefixes(data["model"]))
+    model.load_state_dict(state)
     default = CIFAR_EVAL if data["arch"] == "cifar_net" else GUIDE_EVAL
     preset = EvalPreset.from_dict(data["preset"]) if data.get("preset") else default
     label = f"checkpoint {path.name}"
@@ -183,6 +185,28 @@ def _load_from_checkpoint(path: Path) -> LoadedModel:
     names = data.get("display_names") or data["class_names"]  # readable labels when the data had them
     return LoadedModel(model, data["arch"], kwargs, tuple(names), preset, str(path),
                        True, label, state_fingerprint(data["model"]))
+
+
+def _check_state_fits(name: str, arch: str, kwargs: dict[str, Any], state: dict[str, torch.Tensor]) -> None:
+    """CheckpointError unless `state` has exactly the tensors, and shapes, that `arch` with `kwargs` needs.
+    The model is built on the meta device: no memory, so a bad file fails before anything is allocated."""
+    if arch not in ARCHITECTURES:
+        raise CheckpointError(f"{name}: unknown architecture {arch!r}; dlguide knows {', '.join(ARCHITECTURES)}")
+    try:
+        with torch.device("meta"):
+            wanted = drop_aux_head(build_model(arch, **kwargs)).state_dict()
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{name}: arch_kwargs do not build {arch} ({str(exc)[:200]})") from None
+    missing = sorted(set(wanted) - set(state))
+    unexpected = sorted(set(state) - set(wanted))
+    if missing or unexpected:
+        what = f"lacks {missing[0]}" if missing else f"has an unexpected tensor {unexpected[0]}"
+        raise CheckpointError(f"{name}: the state dict does not match {arch} ({what}; "
+                              f"{len(missing)} missing, {len(unexpected)} unexpected)")
+    for key, tensor in wanted.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise CheckpointError(f"{name}: {key} has shape {tuple(state[key].shape)} but {arch} with "
+                                  f"{kwargs.get('num_classes', '?')} classes needs {tuple(tensor.shape)}")
 
 
 def _strip_prefixes(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Sequence
 from typing import Any
 
+from dlguide_core import csv_cells
 from dlguide_core.vision.classify import ImageResult
 
 RESULT_COLUMNS = ("image", "rank", "label", "index", "probability")
@@ -28,10 +28,12 @@ def result_rows(results: Sequence[ImageResult]) -> list[dict[str, Any]]:
 
 
 def results_csv(results: Sequence[ImageResult]) -> str:
+    """One row per (image, rank); text cells that a spreadsheet would run as formulas are escaped."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[*RESULT_COLUMNS, "error"], extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(result_rows(results))
+    writer = csv_cells.writer(out, lineterminator="\n")
+    columns = [*RESULT_COLUMNS, "error"]
+    writer.writerow(columns)
+    writer.writerows([["" if row.get(c) is None else row[c] for c in columns] for row in result_rows(results)])
     return out.getvalue()
 
 
@@ -47,7 +49,7 @@ def confusion_csv(confusion: dict[str, Any]) -> str:
     """An evaluation's {"classes", "matrix"}: a header row and a first column of class ids
     (true classes down, predicted across)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_cells.writer(out, lineterminator="\n")
     writer.writerow(["true\\predicted", *confusion["classes"]])
     for name, row in zip(confusion["classes"], confusion["matrix"]):
         writer.writerow([name, *row])

@@ -98,3 +98,24 @@ def test_the_command_module_does_not_import_torch() -> None:
     code = "import sys\nimport dlguide_core.cli.evaluate\nprint('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("detach", [[], ["--detach"]])
+def test_data_and_split_honour_the_data_roots(capsys, toy, tmp_path, monkeypatch, detach) -> None:
+    """Issue 18: `--split ../..` escaped DLGUIDE_DATA_ROOTS, inline and detached; so did a symlinked split."""
+    data, checkpoint = toy
+    root = tmp_path / "root"
+    root.mkdir()
+    inside = root / "toy"
+    inside.symlink_to(data, target_is_directory=True)  # a dataset reached through a link out of the root
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(root))
+    argv = ["evaluate", "--weights", str(checkpoint), *detach]
+    assert run_cli(capsys, *argv, "--data", str(data))[0] == 2  # outside the roots
+    assert run_cli(capsys, *argv, "--data", str(inside))[0] == 2  # resolved before the check
+    (root / "real").mkdir()
+    (root / "real" / "train").mkdir()
+    code, out, err = run_cli(capsys, *argv, "--data", str(root / "real"), "--split", "../..")
+    assert code == 2 and out == "" and "--split must be a folder name" in err
+    (root / "real" / "val").symlink_to(data / "val", target_is_directory=True)
+    code, out, err = run_cli(capsys, *argv, "--data", str(root / "real"), "--split", "val")
+    assert code == 2 and "outside the configured data roots" in err

@@ -100,3 +100,9 @@ def test_bench_bad_flags_exit_2(checkpoint, flag, value, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["bench", "--weights", str(checkpoint), flag, value])
     assert exc.value.code == 2
+
+
+def test_export_out_a_directory_is_a_usage_error_in_one_line(checkpoint, tmp_path, capsys):
+    code = main(["export", "--weights", str(checkpoint), "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "is a directory" in err

@@ -98,3 +98,29 @@ def test_download_progress_draws_one_line_on_a_terminal_only(capsys, monkeypatch
     show(50, 200)
     show(3 * 2**20, 0)  # no Content-Length: MiB so far
     assert capsys.readouterr().err == "\rdownloading weights  25.0%\rdownloading weights 3.0 MiB"
+
+
+def test_a_closed_pipe_exits_quietly(capsys, monkeypatch):
+    """`jobs export ID --csv | head`: the reader leaves; no traceback, the shell's SIGPIPE status (issue 18)."""
+    import sys
+
+    class ClosedPipe:
+        def write(self, _text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            raise ValueError("no descriptor")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    code = main(["devices", "--json", "--no-tensorflow"])
+    assert code == 141 and capsys.readouterr().err == ""
+
+
+def test_a_path_component_too_long_is_one_line(capsys, tmp_path):
+    long = tmp_path / ("a" * 300)
+    code = main(["prepare", "tiny-imagenet", str(long)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "File name too long" in err

@@ -138,3 +138,35 @@ def test_words_txt_gives_readable_class_names(tmp_path: Path) -> None:
     bundle = load_data("inception_v3", root, image_size=75)
     assert bundle.class_names == WNIDS  # ImageFolder's order, what the model's outputs mean
     assert bundle.display_names == ("goldfish", "Egyptian cat", "n07749582")  # no entry: the id stays
+
+
+# ------------------------------------------------------------- paths stay in the roots (issue 18 points 8, 13)
+
+
+def test_prepare_never_moves_a_file_through_a_symlink_out_of_the_dataset(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "roots" / "tiny")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "val" / WNIDS[0]).symlink_to(outside, target_is_directory=True)
+    before = tree(root)
+    with pytest.raises(DatasetError, match="leads outside"):
+        prepare_tiny_imagenet(root)
+    assert tree(root) == before and not any(outside.iterdir())
+
+
+def test_the_dataset_picker_does_not_follow_a_symlink_out_of_its_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    write_toy_dataset(root / "inside")
+    write_toy_dataset(tmp_path / "secret")
+    (root / "link").symlink_to(tmp_path / "secret", target_is_directory=True)
+    (root / "alias").symlink_to(root / "inside", target_is_directory=True)  # stays in the root: kept once
+    found = image_folders.find_datasets([root])
+    assert [info.path for info in found] == [(root / "inside").resolve()]
+
+
+def test_non_utf8_annotations_are_one_dataset_error(tmp_path: Path) -> None:
+    root = write_tiny_imagenet(tmp_path / "tiny")
+    (root / "val" / "val_annotations.txt").write_bytes(b"val_0.JPEG\tn\xe9\xff\t0\n")
+    with pytest.raises(DatasetError, match="not UTF-8 text"):
+        prepare_tiny_imagenet(root)

@@ -10,7 +10,15 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from dlguide_core.inference.export import export_cache_path, export_onnx, forward_input_name, read_export, read_metadata
+from dlguide_core.inference.export import (
+    ExportError,
+    cache_matches,
+    export_cache_path,
+    export_onnx,
+    forward_input_name,
+    read_export,
+    read_metadata,
+)
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import CIFAR10_CLASSES, load_model
@@ -101,3 +109,20 @@ def test_inception_v3_onnxruntime_parity_on_a_real_photo(fake_imagenet, sample_j
     assert np.abs(logits - reference.numpy()).max() <= 1e-3
     assert (torch.from_numpy(logits).topk(5).indices == reference.topk(5).indices).all()
     assert read_metadata(export.path)["class_names"] == list(loaded.class_names)
+
+
+def test_the_cache_key_holds_every_option_that_changes_the_file(cifar):
+    """Issue 18: `--exporter torchscript` or `--opset N` silently returned the cached dynamo export."""
+    default = export_cache_path(cifar)
+    assert default.is_file()  # the dynamo export, seeded by the fixture
+    keys = {default, export_cache_path(cifar, "torchscript"), export_cache_path(cifar, "dynamo", 17),
+            export_cache_path(cifar, "torchscript", 17), export_cache_path(cifar, "torchscript", 18)}
+    assert len(keys) == 5
+    assert cache_matches(default, cifar.fingerprint, exporter="dynamo")
+    assert not cache_matches(default, cifar.fingerprint, exporter="torchscript")
+    assert not cache_matches(default, cifar.fingerprint, exporter="dynamo", opset=read_export(default).opset + 1)
+
+
+def test_out_naming_a_directory_is_one_line(cifar, tmp_path):
+    with pytest.raises(ExportError, match="is a directory"):
+        export_onnx(cifar, tmp_path)

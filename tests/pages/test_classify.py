@@ -63,3 +63,33 @@ def test_page_matches_the_guides_snippet(fake_imagenet, sample_jpeg):
     assert list(table["index"]) == ids
     # the table rounds to 4 decimals for display
     assert max(abs(a - b) for a, b in zip(table["probability"], probs)) <= 1e-4 + 5e-5
+
+
+def test_an_upload_classifies_at_most_the_limit_and_says_so(sample_jpeg):
+    """Issue 18: a limit on files per upload bounds what one visitor makes the server decode."""
+    from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD
+
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    files = [(f"cat{i}.jpg", sample_jpeg.read_bytes(), "image/jpeg") for i in range(MAX_FILES_PER_UPLOAD + 2)]
+    at.file_uploader(key="classify_upload").set_value(files).run()
+    assert not at.exception
+    assert len(at.dataframe) == MAX_FILES_PER_UPLOAD
+    assert any(f"only the first {MAX_FILES_PER_UPLOAD}" in w.value for w in at.warning)
+
+
+def test_a_broken_job_checkpoint_is_one_clear_error(isolated_home, sample_jpeg):
+    """Issue 18: a checkpoint whose head does not match its class names showed a generic error box."""
+    from dlguide_core.vision.checkpoints import save_checkpoint
+    from dlguide_core.vision.models import CifarNet
+    from dlguide_core.vision.presets import CIFAR_EVAL
+
+    path = isolated_home / "jobs" / "broken" / "checkpoint.pt"
+    save_checkpoint(path, {"arch": "cifar_net", "arch_kwargs": {"num_classes": 10}, "class_names": ["a", "b"],
+                           "preset": CIFAR_EVAL.to_dict(), "model": CifarNet().state_dict()})
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value(str(path)).run()
+    assert not at.exception
+    (error,) = at.error
+    assert "checkpoint.pt: the model has 10 outputs but the file names 2 classes" in error.value
+    assert "\n" not in error.value

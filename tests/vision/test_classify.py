@@ -43,3 +43,18 @@ def test_bad_file_gets_its_own_error_and_the_others_still_classify(sample_jpeg):
     assert len(results[0].top) == 5 and len(results[2].top) == 5
     assert results[0].to_json()["top"][0].keys() == {"label", "index", "prob"}
     assert results[1].to_json() == {"image": "bad.jpg", "error": results[1].error}
+
+
+def test_sources_are_decoded_one_batch_at_a_time(cifar, sample_jpeg, monkeypatch):
+    """--batch-size bounds the decoded images held at once (issue 18: every image was decoded first)."""
+    from dlguide_core.vision import classify
+
+    loaded = cifar  # a tiny CNN: the order of decodes and batches is what is tested
+    events: list[str] = []
+    real_load, real_classify = classify.load_image, classify.classify_images
+    monkeypatch.setattr(classify, "load_image", lambda *a, **kw: events.append("decode") or real_load(*a, **kw))
+    monkeypatch.setattr(classify, "classify_images",
+                        lambda *a, **kw: events.append("classify") or real_classify(*a, **kw))
+    results = classify_sources(loaded, [(f"{i}.jpg", str(sample_jpeg)) for i in range(5)], k=1, batch_size=2)
+    assert [len(r.top) for r in results] == [1] * 5
+    assert "".join(e[0] for e in events) == "ddcddcdc"

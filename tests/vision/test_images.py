@@ -1,7 +1,10 @@
 """A corpus of odd and hostile files: each gives a clean RGB image or a one-line ImageError."""
 
 import io
+import os
 import struct
+import threading
+import time
 import zlib
 
 import numpy as np
@@ -9,7 +12,8 @@ import pytest
 from PIL import Image
 
 from dlguide_core.errors import ImageError
-from dlguide_core.vision.images import load_image
+from dlguide_core.vision import images
+from dlguide_core.vision.images import MAX_FILE_BYTES, load_image
 
 
 def _encode(img: Image.Image, fmt: str, **kwargs) -> bytes:
@@ -128,10 +132,93 @@ def test_only_the_upload_formats_are_decoded_whatever_the_name():
 
 
 def test_the_pixel_limit_is_ours_not_pillows(monkeypatch):
-    # 9,500 x 10,000 = 95 MP: above Pillow's warning threshold, below our 100 MP default,
+    # 9,500 x 10,000 = 95 MP: above Pillow's warning threshold, below a 100 MP limit,
     # so it is decoded (and found truncated), not refused as a bomb.
+    monkeypatch.setenv("DLGUIDE_MAX_IMAGE_PIXELS", "100000000")
     with pytest.raises(ImageError, match="truncated or corrupt"):
         load_image(_png_header_only(9500, 10000), name="big.png")
     monkeypatch.setenv("DLGUIDE_MAX_IMAGE_PIXELS", "90000000")
     with pytest.raises(ImageError, match="too large"):
         load_image(_png_header_only(9500, 10000), name="big.png")
+
+
+# ------------------------------------------------------------- bounded memory and what is not a file (issue 18)
+
+
+def test_the_default_limit_refuses_what_no_photo_needs():
+    # 11000 x 9000 RGBA (99 MP) passed the old 100 MP default and decoded to 400 MB.
+    with pytest.raises(ImageError, match="too large .11000x9000"):
+        load_image(_png_header_only(11000, 9000), name="big.png")
+
+
+@pytest.mark.parametrize("value", ["1e9", "-5", "lots", "999999999999"])
+def test_a_bad_pixel_limit_setting_is_one_line(monkeypatch, value):
+    monkeypatch.setenv("DLGUIDE_MAX_IMAGE_PIXELS", value)
+    with pytest.raises(ImageError, match="DLGUIDE_MAX_IMAGE_PIXELS must be a whole number from 1 to"):
+        load_image(_encode(_gradient(), "PNG"))
+
+
+def test_a_large_jpeg_decodes_straight_to_the_size_the_model_needs():
+    img = load_image(_encode(_gradient((4000, 3000)), "JPEG"), min_side=299)
+    assert 299 <= min(img.size) < 2 * 299 and img.mode == "RGB"
+    assert abs(img.size[0] / img.size[1] - 4 / 3) < 0.02
+
+
+def test_a_large_png_with_alpha_is_reduced_before_any_conversion():
+    rgba = Image.new("RGBA", (3000, 2400), (0, 0, 0, 0))  # fully transparent: white once composited
+    img = load_image(_encode(rgba, "PNG"), min_side=299)
+    assert 299 <= min(img.size) < 2 * 299 and img.getpixel((10, 10)) == (255, 255, 255)
+    rotated = Image.new("RGB", (1200, 700))
+    exif = rotated.getexif()
+    exif[0x0112] = 6  # rotate 90 degrees on display
+    assert load_image(_encode(rotated, "JPEG", exif=exif), min_side=299).size[0] < 700  # portrait after EXIF
+
+
+def test_no_more_decodes_at_once_than_the_limit(monkeypatch):
+    running, peak, lock = [0], [0], threading.Lock()
+    real_load = Image.Image.load
+
+    def slow_load(self):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)  # long enough that 8 threads started together overlap, even on a loaded machine
+        try:
+            return real_load(self)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(Image.Image, "load", slow_load)
+    data = _encode(_gradient(), "PNG")
+    threads = [threading.Thread(target=load_image, args=(data,)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == images.DEFAULT_MAX_DECODES
+
+
+def test_a_fifo_is_refused_not_read(tmp_path):
+    fifo = tmp_path / "photo.jpg"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: outcome.append(pytest.raises(ImageError, load_image, fifo).value),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # the old code blocked in open() until a writer came: unblock it, then fail
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("reading a FIFO hung")
+    assert "not a regular file" in str(outcome[0])
+
+
+def test_devices_and_huge_files_are_refused_unread(tmp_path):
+    with pytest.raises(ImageError, match="not a regular file"):
+        load_image("/dev/zero")
+    huge = tmp_path / "huge.png"
+    with open(huge, "wb") as fh:
+        fh.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(ImageError, match="file too large"):
+        load_image(huge)

@@ -1,0 +1,93 @@
+"""The ONNX export itself, run in a child process: `python -m dlguide_core.inference.export_child JOB.pt`.
+
+Why a process of its own: torch.onnx's dynamo exporter patches `torch.nn.Module.__call__` for the whole
+process while it traces, so any other thread running a model at that moment goes through the tracer and
+fails (`fake_mode.in_kernel_invocation must be False`, `shape_env is required`; issue 18). A 25 s export
+also holds the GIL against every visitor of a served app. The parent (`export.export_onnx`) writes a job
+file (the state dict, architecture, options and metadata; loaded with weights_only=True here), waits, and
+reads the checked ONNX file this process wrote atomically to the cache path.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from dlguide_core.errors import DlguideError
+from dlguide_core.inference.export import MAX_BATCH, ExportError, forward_input_name, write_checked
+from dlguide_core.vision.models import build_model, drop_aux_head
+
+
+def rebuild_model(job: dict) -> torch.nn.Module:
+    """The job's architecture with its weights, in eval mode on the CPU."""
+    model = build_model(job["arch"], **job["arch_kwargs"])
+    if job["arch"] == "inception_v3":
+        drop_aux_head(model)
+    model.load_state_dict(job["model"])
+    return model.eval()
+
+
+def trace_to_onnx(model: torch.nn.Module, crop: int, exporter: str, opset: int | None):
+    """`model` traced to an ONNX ModelProto with a dynamic batch dimension; ExportError in one line."""
+    example = torch.randn(2, 3, crop, crop)  # batch 2, not 1: torch.export specialises size-1 dimensions
+    try:
+        with torch.no_grad():
+            if exporter == "dynamo":
+                return _export_dynamo(model, example, opset)
+            return _export_torchscript(model, example, opset)
+    except DlguideError:
+        raise
+    except Exception as exc:  # torch.onnx raises many unrelated types
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ExportError(f"ONNX export ({exporter}) failed: {first[:300]}") from exc
+
+
+def _export_dynamo(model: torch.nn.Module, example: torch.Tensor, opset: int | None):
+    try:
+        import onnxscript  # noqa: F401  (the dynamo exporter needs it; say so instead of a deep ImportError)
+    except ImportError:
+        raise ExportError("the dynamo ONNX exporter needs onnxscript: pip install onnxscript "
+                          "(or use exporter='torchscript')") from None
+    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
+    program = torch.onnx.export(model, (example,), dynamo=True, verbose=False, dynamic_shapes=({0: batch},),
+                                external_data=False, opset_version=opset)
+    return program.model_proto
+
+
+def _export_torchscript(model: torch.nn.Module, example: torch.Tensor, opset: int | None):
+    import onnx
+
+    name = forward_input_name(model)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():  # the user chose the legacy exporter; its DeprecationWarning is noise
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(model, (example,), buffer, dynamo=False, input_names=[name], output_names=["logits"],
+                          dynamic_axes={name: {0: "batch"}, "logits": {0: "batch"}}, opset_version=opset or 17)
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def run_job(job_path: Path) -> None:
+    job = torch.load(job_path, map_location="cpu", weights_only=True)
+    proto = trace_to_onnx(rebuild_model(job), int(job["crop"]), job["exporter"], job["opset"])
+    write_checked(proto, Path(job["out"]), dict(job["metadata"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m dlguide_core.inference.export_child JOB.pt", file=sys.stderr)
+        return 2
+    try:
+        run_job(Path(args[0]))
+    except DlguideError as exc:
+        print(f"error: {exc}", file=sys.stderr)  # the parent shows this last line
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

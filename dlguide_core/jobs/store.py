@@ -201,13 +201,14 @@ class JobStore(MetricTables):
     def prepare_resume(self, job_id: str, *, claim_pid: int | None = None) -> Job:
         """Back to queued (with `claim_pid`: straight to running in that process, in the same
         transaction, as `create` does). Metrics past the checkpoint stay until the resumed run starts
-        and trims them to the position it actually restored (StoreSink.on_start -> trim_metrics)."""
+        and trims them to the position it actually restored (StoreSink.on_start -> trim_metrics). A scheduler's
+        id is dropped: it names the ended batch job, whose final state must not be read as the new run's."""
         job = self.get(job_id)
         if job.status not in RESUMABLE:
             raise JobError(f"job {job_id} is {job.status}; only {', '.join(RESUMABLE)} jobs can be resumed")
         with self._tx() as db:
-            db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL "
-                       "WHERE id = ?", (job_id,))
+            db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL, "
+                       "external_id = NULL WHERE id = ?", (job_id,))
             if claim_pid is not None:
                 self._claim_in(db, job_id, claim_pid)
         return self.get(job_id, refresh=False)

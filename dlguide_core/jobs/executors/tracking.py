@@ -46,18 +46,19 @@ def sync(store: JobStore, jobs: list[Job] | None = None) -> SyncReport:
             continue
         report.statuses[job.id] = answer
         _remember(job.id, answer)
-        apply(store, job.id, answer)
+        apply(store, job.id, answer, asked=job.external_id)
     return report
 
 
-def apply(store: JobStore, job_id: str, answer: ExternalStatus) -> bool:
+def apply(store: JobStore, job_id: str, answer: ExternalStatus, asked: str | None = None) -> bool:
     """A final scheduler state for a job the store still holds active: the job ended without recording it.
     Re-read after the answer: the job process writes its ending before it exits, and it exits before the
-    scheduler reports the end, so a job that spoke for itself is never overwritten."""
+    scheduler reports the end, so a job that spoke for itself is never overwritten. `asked`: the scheduler's id the
+    answer is about; a job resumed meanwhile (a new id, or none yet) is not the job that answer describes."""
     if answer.status is None or answer.status in ACTIVE:
         return False
     job = store.get(job_id, refresh=False)
-    if job.status not in ACTIVE:
+    if job.status not in ACTIVE or (asked is not None and job.external_id != asked):
         return False
     if answer.status == "succeeded":  # the scheduler saw a clean exit, but the job recorded no result
         store.finish(job_id, "interrupted", f"{answer.state or 'the scheduler'}: the job ended without recording "

@@ -42,6 +42,21 @@ def test_a_job_that_recorded_its_ending_is_never_overwritten() -> None:
     assert store.get(job_id).status == "succeeded"
 
 
+def test_the_ended_batch_job_of_a_resumed_job_is_not_read_as_the_new_run() -> None:
+    """A sync between `resume`'s prepare and its sbatch saw the old batch job's end (COMPLETED after a
+    checkpointed TERM) and ended the freshly queued run with it."""
+    store = JobStore()
+    job_id = _running(store)
+    store.set_external(job_id, "slurm", "7")
+    store.finish(job_id, "interrupted", "SIGTERM: the time limit")
+    resumed = store.prepare_resume(job_id)
+    assert resumed.status == "queued" and resumed.external_id is None  # the old id names the ended batch job
+    assert not tracking.apply(store, job_id, ExternalStatus("succeeded", None, "COMPLETED"), asked="7")
+    store.set_external(job_id, "slurm", "8")
+    assert not tracking.apply(store, job_id, ExternalStatus("succeeded", None, "COMPLETED"), asked="7")
+    assert store.get(job_id).status == "queued"
+
+
 def test_pending_and_running_answers_leave_the_store_alone() -> None:
     store = JobStore()
     job_id = _running(store)

@@ -2,12 +2,16 @@
 
 A process is known by its pid and its start time (a pid can be reused); one we launched is our
 child, whose exit status names the signal that killed it. The job log's tail says the rest.
+A pid means something only where it was taken: on that host, since that boot, in that PID namespace
+(`process_identity`). A reader anywhere else (another node, a second container on the same volume)
+cannot see the process and must not judge it (`can_judge`): a scheduler's status speaks for it.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -24,6 +28,34 @@ def process_start(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except psutil.Error:
         return None
+
+
+def boot_id() -> str:
+    """This kernel's boot id, with the PID namespace: together the scope in which a pid names one process."""
+    try:
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    except OSError:
+        import psutil
+
+        boot = f"boot-{psutil.boot_time():.0f}"
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]": differs in another container
+    except OSError:
+        namespace = "pid:[?]"
+    return f"{boot} {namespace}"
+
+
+def process_identity() -> tuple[str, str]:
+    """(host, boot id) of this process: recorded with every job's pid."""
+    return socket.gethostname(), boot_id()
+
+
+def can_judge(host: str | None, boot: str | None) -> bool:
+    """Whether this process may check a pid recorded on `host` with `boot`: only on the same host, boot and PID
+    namespace. Jobs recorded before hosts were kept (None) are judged here, as before."""
+    if host is None and boot is None:
+        return True
+    return (host, boot) == process_identity()
 
 
 def death_reason(pid: int | None, pid_started: float | None, started: float | None, log: Path) -> str | None:

@@ -1,0 +1,170 @@
+"""The executor contract: how a job is handed to whatever runs it, watched, read, stopped and resumed.
+
+In the shape of TorchX's scheduler interface (submit, describe, log_iter, cancel), over dlguide's job store.
+An executor is a class deriving `Executor`, declared once by name in `jobs.executors.registry` (the registry
+imports it lazily from its "module:Class" string, so a missing module is a state, not a crash).
+
+The contract, for anyone writing one (`local`, `slurm`, `ray`):
+
+- `name` ("local", "slurm", "ray") is what the store's `executor` column holds and what `--executor` takes;
+  the registry declares it once with its label, the Train page's "Run on" text ("This machine", "Slurm", "Ray").
+- `options_cls` is a frozen dataclass of the executor's own settings, every field with a default. Its field
+  names are the CLI's argparse `dest`s (`--partition` -> `partition`, `--ray-address` -> `ray_address`): the
+  CLI and the page fill it generically (`options_from(...)`). Options are kept in the job folder
+  (`save_options`/`load_options`, `executor.json`) so that `resume` submits with the same settings.
+- `available()` -> `Availability(ok, reason)`, quick (no network call that can hang: a timeout of a few seconds
+  at most). `reason` is one line for the page's disabled choice, e.g. "`sbatch` is not on PATH".
+- `submit(store, recipe, config, options)` -> `Job`: validate (raise a `DlguideError` subclass with one line;
+  nothing is left queued then), create the row with `store.create(recipe, framework, asdict(config),
+  executor=self.name)`, hand the job over, record the scheduler's id with `store.set_external(job.id, self.name,
+  external_id)` (a string), and return `store.get(job.id, refresh=False)`. If the hand-over fails after the row
+  exists, finish the job `failed` with the one-line reason and raise it. The store URL reaches the job through the
+  environment (`DLGUIDE_STORE_URL`, `DLGUIDE_HOME`), never argv (it may hold a password).
+- The job process, wherever it runs, is `python -m dlguide_core.jobs.executors.job_entry JOB_ID [-- COMMAND...]`:
+  it claims the job (queued -> running, records pid, host and boot id), runs it (the runner in-process, or
+  COMMAND, e.g. srun + torchrun, as a child it forwards TERM/INT to), and the job records its own final status.
+  A TERM is the checkpointed stop (-> `interrupted`, resumable); the store's cancel flag -> `cancelled`.
+- `status(job)` -> `ExternalStatus(status, reason, state)`: the scheduler's view of the job, mapped onto
+  dlguide's statuses (`jobs.store.STATUSES`); `state` is the scheduler's own word ("PENDING"), `reason` one line
+  or None. It must return within a few seconds: every command or request has a timeout, and a scheduler that
+  does not answer raises `SchedulerNotAnswering` ("Slurm is not answering"). `None` status means "no opinion,
+  keep the store's" (e.g. the scheduler no longer knows the job). `jobs.executors.tracking.sync` calls it for
+  every queued or running job of a non-local executor and applies it only where the job process could not speak
+  for itself: a terminal state while the store still says queued/running.
+- `cancel(store, job)` -> `Job`: a queued job becomes `cancelled` at once; a running one gets the store's cancel
+  flag (`store.request_cancel`) and the scheduler's gentle stop (TERM, never a kill first), then stops with a
+  checkpoint at its next step.
+- `resume(store, job_id)` -> `Job`: by default `store.prepare_resume` then hand the same job over again with its
+  saved options (a new external id); the run continues from its checkpoint.
+- `log_file(job)` -> `Path`: the file its output goes to (local: job.log; Slurm: the batch output file, kept
+  in the job folder). `logs(job, follow, is_final)` yields its lines; with `follow`, until `is_final()`.
+  The base class implements both over `log_file`; override `logs` only for logs that are not a file here.
+- Errors: every user-facing failure is a `DlguideError` subclass with a one-line message (CLI exit 1 or 2,
+  the page's st.error). Never raise a bare exception for a tool that is missing or a scheduler that is down.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple
+
+from dlguide_core.errors import DlguideError
+from dlguide_core.jobs.store import ACTIVE, Job, JobStore, job_dir
+
+OPTIONS_FILE = "executor.json"  # in the job folder: the options a resume submits with
+
+
+class SchedulerNotAnswering(DlguideError):
+    """A scheduler command timed out or its controller is down; jobs keep their last known state."""
+
+
+class ExecutorUnavailable(DlguideError):
+    """The executor's tools or service are missing here (the reason says which)."""
+
+
+class Availability(NamedTuple):
+    """`ok, reason = executor.available()`; reason is one line when not ok."""
+
+    ok: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ExternalStatus:
+    """A scheduler's view of one job: a dlguide status (or None: no opinion), why, and the scheduler's word."""
+
+    status: str | None
+    reason: str | None = None
+    state: str = ""
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """An executor without settings of its own."""
+
+
+class Executor:
+    """Base of every executor; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""
+    options_cls: ClassVar[type] = NoOptions
+
+    def available(self) -> Availability:
+        raise NotImplementedError
+
+    def submit(self, store: JobStore, recipe: str, config: Any, options: Any) -> Job:
+        raise NotImplementedError
+
+    def status(self, job: Job) -> ExternalStatus:
+        raise NotImplementedError
+
+    def cancel(self, store: JobStore, job: Job) -> Job:
+        raise NotImplementedError
+
+    def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
+        """Give an existing queued row to the scheduler (submit's second half, and resume's)."""
+        raise NotImplementedError
+
+    def resume(self, store: JobStore, job_id: str) -> Job:
+        job = store.prepare_resume(job_id)
+        return self.hand_over(store, job, load_options(job.id, self.options_cls))
+
+    def log_file(self, job: Job) -> Path:
+        return job.log_path
+
+    def logs(self, job: Job, follow: bool = False, is_final: Callable[[], bool] | None = None,
+             poll_s: float = 0.5) -> Iterator[str]:
+        """The log's lines; with `follow`, keep reading until `is_final()` says the job ended (the caller knows
+        the store: the CLI asks it after `tracking.sync`), then the rest. No `is_final`: follow until closed."""
+        yield from follow_file(lambda: self.log_file(job), follow, poll_s, is_final or (lambda: False))
+
+
+def options_from(options_cls: type, values: Mapping[str, Any]) -> Any:
+    """`options_cls` filled from `values` (argparse's namespace as a dict, a form): its own fields only,
+    None meaning the default."""
+    names = {f.name for f in fields(options_cls)}
+    return options_cls(**{k: v for k, v in values.items() if k in names and v is not None})
+
+
+def save_options(job_id: str, options: Any) -> None:
+    path = job_dir(job_id) / OPTIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(options)))
+
+
+def load_options(job_id: str, options_cls: type) -> Any:
+    try:
+        data = json.loads((job_dir(job_id) / OPTIONS_FILE).read_text())
+    except (OSError, ValueError):
+        data = {}
+    return options_from(options_cls, data)
+
+
+def is_active(job: Job) -> bool:
+    return job.status in ACTIVE
+
+
+def follow_file(path_of: Callable[[], Path], follow: bool, poll_s: float,
+                is_final: Callable[[], bool]) -> Iterator[str]:
+    """Lines of the file `path_of()` names (it may not exist yet); with `follow`, tail it until `is_final()`
+    and then read what is left."""
+    position = 0
+    while True:
+        final = is_final() if follow else True  # asked before reading: the last lines are read after the end
+        try:
+            with open(path_of(), "rb") as fh:
+                fh.seek(position)
+                chunk = fh.read()
+        except OSError:
+            chunk = b""
+        if chunk:
+            complete = chunk if final else chunk[:chunk.rfind(b"\n") + 1]
+            position += len(complete)
+            yield from complete.decode("utf-8", "replace").splitlines()
+        if final:
+            return
+        time.sleep(poll_s)

@@ -76,16 +76,29 @@ def _no_proxy_for(address: str) -> None:
             os.environ[key] = ",".join([*names, host])
 
 
+def _get_json(address: str, path: str, timeout: float) -> Any:
+    opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if is_loopback(address) else []))
+    with opener.open(f"{address}{path}", timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
 def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """None when Ray's job API answers at `address`; else the one-line reason (no Ray import needed)."""
-    opener = urllib.request.build_opener(*([urllib.request.ProxyHandler({})] if is_loopback(address) else []))
     try:
-        with opener.open(f"{address}/api/version", timeout=timeout) as resp:
-            version = json.loads(resp.read(4096) or b"{}").get("ray_version")
-    except (OSError, ValueError) as exc:
+        version = _get_json(address, "/api/version", timeout).get("ray_version")
+    except (OSError, ValueError, AttributeError) as exc:
         reason = getattr(exc, "reason", None) or exc
         return f"Ray is not answering at {address} ({reason})"
     return None if version else f"{address} answered, but not as Ray's job API"
+
+
+def cluster_gpus(address: str, timeout: float = CALL_TIMEOUT_S) -> float:
+    """GPUs of the cluster's live nodes (Ray's state API); 0 when it cannot tell."""
+    try:
+        nodes = _get_json(address, "/api/v0/nodes?detail=1&limit=1000", timeout)["data"]["result"]["result"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+    return sum(float((n.get("resources_total") or {}).get("GPU", 0)) for n in nodes if n.get("state") == "ALIVE")
 
 
 def ray_importable() -> str | None:

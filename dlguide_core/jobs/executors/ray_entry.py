@@ -1,26 +1,32 @@
 """A dlguide job's entrypoint on a Ray node: `python -m dlguide_core.jobs.executors.ray_entry JOB_ID`.
 
-Ray starts it when the job's resources are free. It applies the AMD rule (jobs.executors.ray_env), claims
-the job in the store (queued -> running; a job cancelled while Ray held it pending ends here, having
-run nothing), then runs what a local job runs: the job runner in this process, or torchrun over N
-`jobs.worker` processes for a data-parallel job (jobs.launch). Its output is Ray's job log. The exit
-code is the runner's: 0 only when the job succeeded (the store says what else happened).
+Ray starts it when the job's entrypoint resources are free. It applies the AMD rule (jobs.executors.ray_env)
+before any GPU library starts, picks what the job runs on this node (the runner in-process, or torchrun over
+N `jobs.worker` processes for a data-parallel job: jobs.launch, with this node's Python), and hands over to
+the scheduler-neutral entry (jobs.executors.job_entry), which claims the job, forwards signals, and lets the
+job record its own ending. Its output is Ray's job log.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from dlguide_core.jobs.executors.ray_env import amd_visible_devices
 
 
-def _run_torchrun(job) -> int:
+def node_command(job_id: str) -> list[str]:
+    """torchrun's command for a data-parallel job, built here (this node's Python); [] for one process.
+    A store that cannot be read here gives [] too: job_entry then says so in its one line."""
     from dlguide_core.jobs.launch import launch_spec_from_config, torchrun_command
+    from dlguide_core.jobs.store import JobStore
 
-    proc = subprocess.Popen(torchrun_command(launch_spec_from_config(job.config), job.id), stdin=subprocess.DEVNULL)
-    return proc.wait()  # Ray's stop signals every process of the job (torchrun and its workers) itself
+    try:
+        job = JobStore().get(job_id, refresh=False)
+    except Exception:  # noqa: BLE001 - job_entry reports an unreadable store in its own words
+        return []
+    spec = launch_spec_from_config(job.config)
+    return torchrun_command(spec, job.id) if job.framework == "pytorch" and spec.uses_torchrun else []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,26 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m dlguide_core.jobs.executors.ray_entry JOB_ID", file=sys.stderr)
         return 2
     os.environ.update(amd_visible_devices(os.environ))  # before torch or any GPU library starts
-    from dlguide_core.jobs.launch import launch_spec_from_config
-    from dlguide_core.jobs.store import JobError, JobStore
+    from dlguide_core.jobs.executors import job_entry
 
-    store, job_id = JobStore(), args[0]
-    try:
-        job = store.claim(job_id, os.getpid())
-    except JobError as exc:  # cancelled (or resumed elsewhere) while Ray held it pending
-        print(f"job {job_id}: nothing to run ({exc})", flush=True)
-        return 0
-    print(f"job {job_id} running on Ray in process {os.getpid()} on {os.uname().nodename}", flush=True)
-    if job.framework == "pytorch" and launch_spec_from_config(job.config).uses_torchrun:
-        code = _run_torchrun(job)
-        print(f"job {job_id} {store.get(job_id, refresh=False).status}", flush=True)
-        return code
-    from dlguide_core.jobs.runner import run_job
-    from dlguide_core.training.sinks import ConsoleSink
-
-    status = run_job(store, job_id, ConsoleSink(every=1, stream=sys.stdout))
-    print(f"job {job_id} {status}", flush=True)
-    return 0 if status == "succeeded" else 1
+    command = node_command(args[0])
+    return job_entry.main([args[0], *(["--", *command] if command else [])])
 
 
 if __name__ == "__main__":

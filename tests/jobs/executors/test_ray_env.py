@@ -1,0 +1,74 @@
+"""The Ray job's environment, resources and the AMD rule (checked against the installed Ray's own check)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dlguide_core.jobs.executors import ray_env
+from tests.support.paths import ROOT
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"ROCR_VISIBLE_DEVICES": "2,3"}, {"HIP_VISIBLE_DEVICES": "0,1"}),  # HIP numbers ROCr's devices from 0
+    ({"ROCR_VISIBLE_DEVICES": "GPU-aa,GPU-bb,GPU-cc"}, {"HIP_VISIBLE_DEVICES": "0,1,2"}),  # uuids count the same
+    ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"}, {}),  # both set: the binding is the user's
+    ({"HIP_VISIBLE_DEVICES": "4"}, {}),
+    ({}, {}),
+])
+def test_amd_rule_sets_hip_only_when_rocr_alone_is_set(environ, expected) -> None:
+    assert ray_env.amd_visible_devices(environ) == expected
+
+
+def test_the_rule_satisfies_rays_amd_check(monkeypatch) -> None:
+    """Ray 2.60 refuses ROCR_VISIBLE_DEVICES alone (the error Slurm's AMD nodes hit); with the rule applied it
+    accepts the environment and sees the devices Slurm gave, numbered from 0."""
+    amd = pytest.importorskip("ray._private.accelerators.amd_gpu")
+    manager = amd.AMDGPUAcceleratorManager
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "2,3")
+    with pytest.raises(RuntimeError, match="HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES"):
+        manager.get_current_process_visible_accelerator_ids()
+    for name, value in ray_env.amd_visible_devices(os.environ).items():
+        monkeypatch.setenv(name, value)
+    assert manager.get_current_process_visible_accelerator_ids() == ["0", "1"]
+    assert os.environ["ROCR_VISIBLE_DEVICES"] == "2,3"  # Slurm's binding untouched
+
+
+def test_the_module_prints_the_export_line_for_ray_start() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "HIP_VISIBLE_DEVICES"}
+    run = subprocess.run([sys.executable, "-m", "dlguide_core.jobs.executors.ray_env"], cwd=ROOT, text=True,
+                         capture_output=True, env={**env, "ROCR_VISIBLE_DEVICES": "4,5,6"}, timeout=60)
+    assert (run.returncode, run.stdout) == (0, "export HIP_VISIBLE_DEVICES=0,1,2\n")
+    quiet = subprocess.run([sys.executable, "-m", "dlguide_core.jobs.executors.ray_env"], cwd=ROOT, text=True,
+                           capture_output=True, env={k: v for k, v in env.items() if k != "ROCR_VISIBLE_DEVICES"},
+                           timeout=60)
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+
+
+def test_resources_ask_gpus_per_process_or_cpus_on_a_cpu_job() -> None:
+    assert ray_env.resources({"device": "cuda", "nproc_per_node": 4}) == {"entrypoint_num_gpus": 4.0,
+                                                                          "entrypoint_num_cpus": 0.0}
+    assert ray_env.resources({"device": "cpu", "nproc_per_node": 2}) == {"entrypoint_num_cpus": 2.0}
+    assert ray_env.resources({"device": "auto"}, gpus_on_cluster=False) == {"entrypoint_num_cpus": 1.0}
+    assert ray_env.resources({"device": "auto"}, gpus_on_cluster=True)["entrypoint_num_gpus"] == 1.0
+    assert ray_env.resources({}) == {"entrypoint_num_cpus": 1.0}  # a TensorFlow config has no device field
+
+
+def test_runtime_env_carries_the_store_and_checkout_never_a_working_dir(isolated_home) -> None:
+    env = ray_env.runtime_env({"DLGUIDE_STORE_URL": "postgresql://u:p@db/x", "HOME": "/root", "PATH": "/bin"})
+    assert set(env) == {"env_vars"}  # no working_dir: Ray would upload the checkout, .venv included
+    assert env["env_vars"]["DLGUIDE_HOME"] == str(isolated_home)
+    assert env["env_vars"]["PYTHONPATH"] == str(ROOT)
+    assert env["env_vars"]["DLGUIDE_STORE_URL"] == "postgresql://u:p@db/x"
+    assert "PATH" not in env["env_vars"] and "HOME" not in env["env_vars"]
+    assert env["env_vars"]["RAY_JOB_STOP_SIGNAL"] == "SIGINT"  # dlguide's "cancel", not SIGTERM's "interrupted"
+    assert int(env["env_vars"]["RAY_JOB_STOP_WAIT_TIME_S"]) >= 30  # Ray's 3 s cuts a checkpoint short
+
+
+def test_entrypoint_names_the_job_and_no_secret() -> None:
+    command = ray_env.entrypoint("20260101-000000-abcd", python="/opt/py/bin/python")
+    assert command == "/opt/py/bin/python -m dlguide_core.jobs.executors.ray_entry 20260101-000000-abcd"

@@ -25,3 +25,7 @@ class DatasetError(DlguideError):
     """A dataset folder or file that is missing, in the wrong layout, or unreadable."""
 class DistributedError(DlguideError):
     """A multi-process setting that cannot work (too few GPUs, bad endpoint...)."""
+
+
+class StoreError(DlguideError):
+    """The job store cannot be used as asked: unreachable, read-only, full, corrupt, or at another schema version."""

@@ -1,46 +1,54 @@
-"""The SQLite connection under the job store: WAL mode, one lock, write transactions taken up front.
+"""The connection under the job store: SQLite or PostgreSQL (jobs.dialect), one lock, its schema current.
 
-Any number of processes read and write the one file at once (WAL); one connection is safe across
-threads (one lock). `MetricTables` (steps and epochs) and `JobStore` (jobs) build on it.
+Any number of processes read and write at once (SQLite's WAL, or the server); one connection is safe
+across threads (one lock). Opening brings the schema to the current version where it may
+(jobs.schema). `MetricTables` (steps and epochs) and `JobStore` (jobs) build on it.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from dlguide_core.jobs import dialect, schema
+from dlguide_core.jobs.store_url import StoreUrl, store_url
 
 
 class Database:
-    """One SQLite connection to `path`, its tables created from `schema` if missing."""
+    """One connection to the store at `url` (a URL, a SQLite file, or None: DLGUIDE_STORE_URL)."""
 
-    def __init__(self, path: Path, schema: str) -> None:
-        self.path = path
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, url: str | Path | StoreUrl | None = None, *, upgrade: bool = False) -> None:
+        self.url = store_url(url)
+        self._backend = dialect.connect(self.url)
+        self.path = self._backend.path  # the SQLite file; None on a server
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
-        self._conn.executescript(schema)
+        try:
+            self.schema_version = schema.ensure(self._backend, upgrade=upgrade)
+        except BaseException:
+            self._backend.close()
+            raise
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    @property
+    def read_only(self) -> bool:
+        return self._backend.read_only
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._backend.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")  # take the write lock up front: no upgrade deadlocks
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+    def _tx(self) -> Iterator[Any]:
+        """One write transaction (`?` placeholders on both backends)."""
+        with self._lock, self._backend.transaction() as db:
+            yield db
 
-    def _rows(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+    def _rows(self, sql: str, args: tuple = ()) -> list:
         with self._lock:
-            return self._conn.execute(sql, args).fetchall()
+            return self._backend.rows(sql, args)

@@ -14,20 +14,15 @@ import time
 from typing import Any
 
 from dlguide_core.jobs.database import Database
+from dlguide_core.jobs.dialect import upsert
 from dlguide_core.training.sinks import STEP_EXTRAS
 
 STEP_COLUMNS = ("step", "epoch", "loss", "lr", "images_per_s", "time")
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "top1", "top5", "time")
 EPOCH_METRICS = ("train_loss", "val_loss", "top1", "top5")  # the epoch columns a recipe reports
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS steps (
-    job_id TEXT NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL, loss REAL, lr REAL,
-    images_per_s REAL, time REAL NOT NULL, extra TEXT, PRIMARY KEY (job_id, step)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS epochs (
-    job_id TEXT NOT NULL, epoch INTEGER NOT NULL, train_loss REAL, val_loss REAL, top1 REAL, top5 REAL,
-    time REAL NOT NULL, extra TEXT, PRIMARY KEY (job_id, epoch)) WITHOUT ROWID;
-"""
+_STEP_UPSERT = upsert("steps", ("job_id", *STEP_COLUMNS, "extra"), ("job_id", "step"))
+_EPOCH_UPSERT = upsert("epochs", ("job_id", *EPOCH_COLUMNS, "extra"), ("job_id", "epoch"))
 
 
 def _finite(value: Any) -> float | None:
@@ -41,14 +36,13 @@ class MetricTables(Database):
         """Rows of (job_id, step, epoch, loss, lr, images_per_s, time, extra_json), one transaction."""
         if rows:
             with self._tx() as db:
-                db.executemany("INSERT OR REPLACE INTO steps VALUES (?,?,?,?,?,?,?,?)", rows)
+                db.executemany(_STEP_UPSERT, rows)
 
     def add_epoch(self, job_id: str, epoch: int, metrics: dict[str, Any]) -> None:
         known = {k: metrics.get(k) for k in EPOCH_METRICS}
         extra = {k: v for k, v in metrics.items() if k not in known}
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO epochs VALUES (?,?,?,?,?,?,?,?)",
-                       (job_id, epoch, *known.values(), time.time(), json.dumps(extra, default=str)))
+            db.execute(_EPOCH_UPSERT, (job_id, epoch, *known.values(), time.time(), json.dumps(extra, default=str)))
 
     def trim_metrics(self, job_id: str, step: int, epoch: int) -> None:
         """Drop steps after `step` and epochs from `epoch` on: a run starting there redoes them."""

@@ -1,13 +1,12 @@
-"""The durable job store (SQLite in WAL mode under DLGUIDE_HOME): the jobs, their folders and statuses.
+"""The durable job store (SQLite in WAL mode under DLGUIDE_HOME, or PostgreSQL): the jobs and their statuses.
 
 Writers: the job process (through StoreSink) and whoever submits, cancels or resumes (jobs.queue).
-Readers: the Train page, the CLI, other tools; any number of processes at once (WAL).
+Readers: the Train page, the CLI, other tools; any number of processes at once (WAL, or the server).
 A job whose process died without saying so is marked `interrupted` whenever the
 store is read (`refresh`), with the reason when it can be known (jobs.liveness).
 Each job's metrics live in the same database (jobs.metric_tables, JobStore's base).
-
-Lifecycle: queued -> running -> succeeded | failed | cancelled | interrupted;
-cancelled, interrupted and failed jobs can be resumed (-> queued) from their checkpoint.
+The job record itself is jobs.job; the connection, its backends and the schema's versions are
+jobs.database, jobs.dialect and jobs.schema.
 """
 
 from __future__ import annotations
@@ -15,117 +14,57 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dlguide_core import settings
-from dlguide_core.errors import DlguideError
-from dlguide_core.jobs import liveness, metric_tables
+from dlguide_core.jobs import liveness
+from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, imported from here by clients)
+    ACTIVE,
+    RESUMABLE,
+    STATUSES,
+    Job,
+    JobError,
+    devices_of,
+    job_dir,
+    log_path,
+    row_to_job,
+)
 from dlguide_core.jobs.metric_tables import MetricTables
-
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
-ACTIVE = ("queued", "running")
-RESUMABLE = ("cancelled", "interrupted", "failed")
-DB_FILE = "jobs.db"  # in DLGUIDE_HOME, beside the `jobs/` folder of job folders
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY, recipe TEXT NOT NULL, framework TEXT NOT NULL, config TEXT NOT NULL,
-    status TEXT NOT NULL, pid INTEGER, pid_started REAL, slot INTEGER,
-    created REAL NOT NULL, started REAL, finished REAL, error TEXT,
-    checkpoint TEXT, checkpoint_step INTEGER, checkpoint_epoch INTEGER,
-    cancel_requested INTEGER NOT NULL DEFAULT 0, total_steps INTEGER, epochs INTEGER,
-    class_names TEXT, attempts INTEGER NOT NULL DEFAULT 0);
-""" + metric_tables.SCHEMA
+from dlguide_core.jobs.store_url import DB_FILE, StoreUrl
 
 
 def db_path(home: Path | None = None) -> Path:
-    """The job store's database file in `home` (default: DLGUIDE_HOME)."""
+    """The SQLite job store's file in `home` (default: DLGUIDE_HOME), used when DLGUIDE_STORE_URL is unset."""
     return (home or settings.home()) / DB_FILE
 
 
-def job_dir(job_id: str) -> Path:
-    """A job's folder: its log, its checkpoint and whatever its recipe writes."""
-    return settings.home() / "jobs" / job_id
-
-
-def log_path(job_id: str) -> Path:
-    """The job process's stdout and stderr (torchrun's too)."""
-    return job_dir(job_id) / "job.log"
-
-
-class JobError(DlguideError):
-    """An unknown job, or an action its status does not allow."""
-
-
-@dataclass(frozen=True)
-class Job:
-    id: str
-    recipe: str
-    framework: str
-    config: dict[str, Any]
-    status: str
-    pid: int | None
-    slot: int | None
-    created: float
-    started: float | None
-    finished: float | None
-    error: str | None
-    checkpoint: str | None
-    checkpoint_step: int | None
-    total_steps: int | None
-    epochs: int | None
-    class_names: tuple[str, ...]
-    cancel_requested: bool
-    attempts: int
-
-    @property
-    def job_dir(self) -> Path:
-        return job_dir(self.id)
-
-    @property
-    def log_path(self) -> Path:
-        return log_path(self.id)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["class_names"] = list(self.class_names)
-        return data
-
-
-def devices_of(config: str | dict[str, Any] | None) -> int:
-    """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
-    data = json.loads(config) if isinstance(config, str) else (config or {})
-    try:
-        return max(int(data.get("nproc_per_node", 1)), 1)
-    except (TypeError, ValueError):
-        return 1
-
-
-def _row_to_job(row: sqlite3.Row) -> Job:
-    return Job(id=row["id"], recipe=row["recipe"], framework=row["framework"], config=json.loads(row["config"]),
-               status=row["status"], pid=row["pid"], slot=row["slot"], created=row["created"],
-               started=row["started"], finished=row["finished"], error=row["error"], checkpoint=row["checkpoint"],
-               checkpoint_step=row["checkpoint_step"], total_steps=row["total_steps"], epochs=row["epochs"],
-               class_names=tuple(json.loads(row["class_names"] or "[]")),
-               cancel_requested=bool(row["cancel_requested"]), attempts=row["attempts"])
+def open_store(url: str | Path | StoreUrl | None = None, *, upgrade: bool = False) -> JobStore:
+    """The job store: the one way every client (app, CLI, job processes, exports) opens it.
+    `url` defaults to DLGUIDE_STORE_URL (jobs.store_url); `upgrade` lets a PostgreSQL store migrate."""
+    return JobStore(url, upgrade=upgrade)
 
 
 class JobStore(MetricTables):
-    """One SQLite database; safe to use from several threads (one lock) and processes (WAL)."""
+    """One store (see open_store); safe to use from several threads (one lock) and processes."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        super().__init__(Path(path) if path else db_path(), SCHEMA)
-
-    def create(self, recipe: str, framework: str, config: dict[str, Any]) -> Job:
+    def create(self, recipe: str, framework: str, config: dict[str, Any], *, owner: str | None = None,
+               executor: str = "local", name: str | None = None, tags: Sequence[str] = (),
+               claim_pid: int | None = None) -> Job:
+        """A new queued job; with `claim_pid`, created running in that process (a foreground run:
+        one transaction, so no dispatcher can claim it in between)."""
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"  # ids made in one second stay apart
+        now = time.time()
+        running = claim_pid is not None
         with self._tx() as db:
-            db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created) VALUES (?,?,?,?,?,?)",
-                       (job_id, recipe, framework, json.dumps(config), "queued", time.time()))
+            db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner, executor, name, "
+                       "tags, pid, pid_started, slot, started, attempts) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (job_id, recipe, framework, json.dumps(config), "running" if running else "queued", now,
+                        owner, executor, name, json.dumps(list(tags)), claim_pid,
+                        liveness.process_start(claim_pid) if running else None, 0 if running else None,
+                        now if running else None, 1 if running else 0))
         job_dir(job_id).mkdir(parents=True, exist_ok=True)
         return self.get(job_id, refresh=False)
 
@@ -135,17 +74,20 @@ class JobStore(MetricTables):
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
             raise JobError(f"no job {job_id!r} in {self.path}")
-        return _row_to_job(rows[0])
+        return row_to_job(rows[0])
 
     def list_jobs(self, refresh: bool = True) -> list[Job]:
         """Every job, newest first."""
         if refresh:
             self.refresh()
-        return [_row_to_job(r) for r in self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC")]
+        return [row_to_job(r) for r in self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC")]
 
     def refresh(self) -> list[str]:
-        """Mark running jobs whose process is gone as interrupted; returns their ids."""
-        gone = []
+        """Mark running jobs whose process is gone as interrupted; returns their ids (none on a
+        read-only store, which is only read)."""
+        gone: list[str] = []
+        if self.read_only:
+            return gone
         for row in self._rows("SELECT id, pid, pid_started, started FROM jobs WHERE status = 'running'"):
             reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
             if reason and self._set_status(row["id"], "interrupted", reason, only_if="running"):
@@ -169,6 +111,7 @@ class JobStore(MetricTables):
         runs alone (torchrun then says what is missing). `max_running` may be a function, asked only
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
         with self._tx() as db:
+            self._backend.lock_claims(db)
             running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
             row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
                              "LIMIT 1").fetchone()
@@ -232,6 +175,28 @@ class JobStore(MetricTables):
         with self._tx() as db:
             db.execute("UPDATE jobs SET checkpoint = ?, checkpoint_step = ?, checkpoint_epoch = ? WHERE id = ?",
                        (str(path), step, epoch, job_id))
+
+    def set_external(self, job_id: str, executor: str, external_id: str) -> None:
+        """The scheduler running the job and the job's id there."""
+        self._update(job_id, executor=executor, external_id=external_id)
+
+    def set_host(self, job_id: str, host: str, boot_id: str | None) -> None:
+        """The machine (and its boot) the job's process runs on."""
+        self._update(job_id, host=host, boot_id=boot_id)
+
+    def set_skipped_files(self, job_id: str, count: int, examples: Sequence[str]) -> None:
+        """Inputs the job skipped as unreadable: how many, and a few of them."""
+        self._update(job_id, skipped_files=json.dumps({"count": count, "examples": list(examples)}))
+
+    def rename(self, job_id: str, name: str | None, tags: Sequence[str]) -> Job:
+        self.get(job_id, refresh=False)  # an unknown job fails here
+        self._update(job_id, name=name, tags=json.dumps(list(tags)))
+        return self.get(job_id, refresh=False)
+
+    def _update(self, job_id: str, **columns: Any) -> None:
+        sets = ", ".join(f"{name} = ?" for name in columns)  # names from this module only, never from input
+        with self._tx() as db:
+            db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*columns.values(), job_id))
 
     def prepare_resume(self, job_id: str) -> Job:
         """Back to queued. Metrics past the checkpoint stay until the resumed run starts and trims

@@ -34,7 +34,7 @@ def toy_config(tmp_path: Path, **fields):
 
 def test_store_is_wal_and_round_trips_a_job(tmp_path: Path) -> None:
     store = JobStore()
-    assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._rows("PRAGMA journal_mode")[0][0] == "wal"
     job = store.create("cifar_net", "pytorch", {"epochs": 1})
     assert job.status == "queued" and job.config == {"epochs": 1} and job.job_dir.is_dir()
     store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 10.0, time.time(), None) for s in (1, 2, 3)])

@@ -1,0 +1,106 @@
+"""A job as the store keeps it: the frozen `Job` record, its statuses and its folder.
+
+Lifecycle: queued -> running -> succeeded | failed | cancelled | interrupted;
+cancelled, interrupted and failed jobs can be resumed (-> queued) from their checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from dlguide_core import settings
+from dlguide_core.errors import DlguideError
+
+STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
+ACTIVE = ("queued", "running")
+RESUMABLE = ("cancelled", "interrupted", "failed")
+
+
+def job_dir(job_id: str) -> Path:
+    """A job's folder: its log, its checkpoint and whatever its recipe writes."""
+    return settings.home() / "jobs" / job_id
+
+
+def log_path(job_id: str) -> Path:
+    """The job process's stdout and stderr (torchrun's too)."""
+    return job_dir(job_id) / "job.log"
+
+
+class JobError(DlguideError):
+    """An unknown job, or an action its status does not allow."""
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    recipe: str
+    framework: str
+    config: dict[str, Any]
+    status: str
+    pid: int | None
+    slot: int | None
+    created: float
+    started: float | None
+    finished: float | None
+    error: str | None
+    checkpoint: str | None
+    checkpoint_step: int | None
+    total_steps: int | None
+    epochs: int | None
+    class_names: tuple[str, ...]
+    cancel_requested: bool
+    attempts: int
+    # schema v2
+    executor: str = "local"  # where the job process runs: "local", or a scheduler's name
+    external_id: str | None = None  # the job's id in that scheduler
+    owner: str | None = None  # who submitted it
+    host: str | None = None  # the machine its process runs on
+    boot_id: str | None = None  # that machine's boot (a pid means nothing after a reboot)
+    name: str | None = None  # a person's label for it
+    tags: tuple[str, ...] = ()
+    skipped_files: dict[str, Any] | None = None  # {"count": N, "examples": [...]}: unreadable inputs skipped
+
+    @property
+    def job_dir(self) -> Path:
+        return job_dir(self.id)
+
+    @property
+    def log_path(self) -> Path:
+        return log_path(self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["class_names"] = list(self.class_names)
+        data["tags"] = list(self.tags)
+        return data
+
+
+def devices_of(config: str | dict[str, Any] | None) -> int:
+    """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
+    data = json.loads(config) if isinstance(config, str) else (config or {})
+    try:
+        return max(int(data.get("nproc_per_node", 1)), 1)
+    except (TypeError, ValueError):
+        return 1
+
+
+def row_to_job(row: Mapping[str, Any]) -> Job:
+    """A `jobs` row of any schema version (a read-only v1 store has no v2 columns)."""
+    have = set(row.keys())
+
+    def v2(key: str, default: Any = None) -> Any:
+        return row[key] if key in have and row[key] is not None else default
+
+    return Job(id=row["id"], recipe=row["recipe"], framework=row["framework"], config=json.loads(row["config"]),
+               status=row["status"], pid=row["pid"], slot=row["slot"], created=row["created"],
+               started=row["started"], finished=row["finished"], error=row["error"], checkpoint=row["checkpoint"],
+               checkpoint_step=row["checkpoint_step"], total_steps=row["total_steps"], epochs=row["epochs"],
+               class_names=tuple(json.loads(row["class_names"] or "[]")),
+               cancel_requested=bool(row["cancel_requested"]), attempts=row["attempts"],
+               executor=v2("executor", "local"), external_id=v2("external_id"), owner=v2("owner"),
+               host=v2("host"), boot_id=v2("boot_id"), name=v2("name"),
+               tags=tuple(json.loads(v2("tags", "[]"))), skipped_files=json.loads(v2("skipped_files", "null")))

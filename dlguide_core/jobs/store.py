@@ -112,9 +112,11 @@ class JobStore(MetricTables):
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
         with self._tx() as db:
             self._backend.lock_claims(db)
-            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running'").fetchall()
-            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' ORDER BY created, id "
-                             "LIMIT 1").fetchone()
+            # Only this machine's jobs: a queued Slurm or Ray job waits for its scheduler, never for our slots.
+            running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running' AND executor = 'local'"
+                                 ).fetchall()
+            row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' AND executor = 'local' "
+                             "ORDER BY created, id LIMIT 1").fetchone()
             if row is None:
                 return None
             used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}

@@ -142,7 +142,7 @@ def _recorded_pids(temp_dir: Path) -> set[int]:
     return pids
 
 
-def stop_head(head: RayHead, timeout: float = 8.0) -> None:
+def stop_head(head: RayHead, timeout: float = 3.0) -> None:
     """SIGTERM this head's process group and the processes naming its temp dir, then SIGKILL what is left."""
     import psutil
 

@@ -1,6 +1,6 @@
 """A dlguide job's entrypoint on a Ray node: `python -m dlguide_core.jobs.executors.ray_entry JOB_ID`.
 
-Ray starts it when the job's entrypoint resources are free. It applies the AMD rule (jobs.executors.ray_env)
+Ray starts it when the job's entrypoint resources are free. It applies the AMD rule (jobs.executors.ray_amd)
 before any GPU library starts, picks what the job runs on this node (the runner in-process, or torchrun over
 N `jobs.worker` processes for a data-parallel job: jobs.launch, with this node's Python), and hands over to
 the scheduler-neutral entry (jobs.executors.job_entry), which claims the job, forwards signals, and lets the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from dlguide_core.jobs.executors.ray_env import amd_visible_devices
+from dlguide_core.jobs.executors.ray_amd import amd_visible_devices
 
 
 def node_command(job_id: str) -> list[str]:

@@ -1,12 +1,4 @@
-"""What a dlguide job on Ray is given: its entrypoint, its runtime environment, its resources; and the AMD rule.
-
-The AMD rule. Slurm binds AMD GPUs with ROCR_VISIBLE_DEVICES; Ray 2.60 refuses to run where only that
-variable is set (ray/_private/accelerators/amd_gpu.py: "Please use HIP_VISIBLE_DEVICES instead of
-ROCR_VISIBLE_DEVICES", raised by `ray start` on a node with AMD GPUs and by every GPU worker). HIP numbers
-the devices ROCr lets through from 0, so HIP_VISIBLE_DEVICES=0..n-1 beside an unchanged
-ROCR_VISIBLE_DEVICES (n devices) names exactly the GPUs Slurm gave: Slurm's binding is kept, and
-Ray then narrows HIP_VISIBLE_DEVICES per worker within it. `python -m dlguide_core.jobs.executors.ray_env`
-prints the `export` line for a node's `ray start` (docs/CLUSTERS.md); the job's entrypoint applies the same rule.
+"""What a dlguide job on Ray is given: its entrypoint, its runtime environment (variables only), its resources.
 
 No working_dir in the runtime environment: Ray would upload the checkout, `.venv` included. The code is
 found through PYTHONPATH (the checkout's path, the same on every node: a shared file system).
@@ -23,7 +15,6 @@ from typing import Any
 
 from dlguide_core import settings
 
-ROCR, HIP = "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"
 PYTHON_ENV = "DLGUIDE_RAY_PYTHON"  # the Python on the Ray nodes (default: this one, for a head on this machine)
 STOP_GRACE_S = 60  # Ray's stop_job: SIGINT, then SIGKILL after this (Ray's default, 3 s, cuts a checkpoint)
 ENTRY_MODULE = "dlguide_core.jobs.executors.ray_entry"
@@ -31,20 +22,6 @@ ENTRY_MODULE = "dlguide_core.jobs.executors.ray_entry"
 FORWARDED_PREFIXES = ("DLGUIDE_",)
 FORWARDED = ("TORCH_HOME",)
 CHECKOUT = Path(__file__).resolve().parents[3]
-
-
-def amd_visible_devices(environ: Mapping[str, str]) -> dict[str, str]:
-    """{HIP_VISIBLE_DEVICES: "0,..,n-1"} when only ROCR_VISIBLE_DEVICES (n devices) is set; else {}."""
-    rocr = environ.get(ROCR)
-    if rocr is None or HIP in environ:
-        return {}
-    devices = [d for d in rocr.split(",") if d.strip()]
-    return {HIP: ",".join(str(i) for i in range(len(devices)))}
-
-
-def export_lines(environ: Mapping[str, str]) -> list[str]:
-    """Shell lines that apply the AMD rule before `ray start` (none when it does not apply)."""
-    return [f"export {name}={shlex.quote(value)}" for name, value in amd_visible_devices(environ).items()]
 
 
 def entrypoint(job_id: str, python: str | None = None) -> str:
@@ -72,15 +49,3 @@ def resources(config: Mapping[str, Any], gpus_on_cluster: bool | None = None) ->
     if wants_gpu:
         return {"entrypoint_num_gpus": float(processes), "entrypoint_num_cpus": 0.0}
     return {"entrypoint_num_cpus": float(processes)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Print the `export` lines a node needs before `ray start` (`eval "$(python -m ...ray_env)"`)."""
-    del argv
-    for line in export_lines(os.environ):
-        print(line)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

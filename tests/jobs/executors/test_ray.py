@@ -1,0 +1,135 @@
+"""The `ray` executor on a real local Ray head (tests/support/ray_cluster.py, one per session), and its refusals.
+
+Tiny runs (toy images, few steps) keep the whole file inside its CI budget: the head starts once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dlguide_core.cli.main import main
+from dlguide_core.jobs.catalog import get_recipe
+from dlguide_core.jobs.executors import ray_client, tracking
+from dlguide_core.jobs.executors.base import SchedulerNotAnswering
+from dlguide_core.jobs.executors.ray import RayExecutor, RayOptions
+from dlguide_core.jobs.executors.ray_client import RayError
+from dlguide_core.jobs.store import JobStore
+from tests.support.ports import free_port
+from tests.support.toy_data import write_toy_dataset
+from tests.support.waiting import wait_for
+
+
+def _config(data: Path, recipe: str = "cifar_net", **values):
+    return get_recipe(recipe).make_config(data=str(data), workers=0, device="cpu", **values)
+
+
+def _ray_log(executor: RayExecutor, job) -> str:
+    return "\n".join(executor.logs(job))
+
+
+def _done(store: JobStore, executor: RayExecutor, job_id: str, timeout: float = 150):
+    def what() -> str:
+        job = store.get(job_id, refresh=False)
+        return f"job {job_id} (still {job.status}); Ray's log:\n" + _ray_log(executor, job)[-3000:]
+
+    return wait_for(lambda: (j := store.get(job_id, refresh=False)).status not in ("queued", "running") and j,
+                    timeout=timeout, what=what)
+
+
+@pytest.mark.slow
+def test_an_inception_job_runs_on_ray_with_curves_streaming(ray_head, tmp_path: Path, capsys) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=6, val_per_class=1, size=80)
+    store, executor = JobStore(), RayExecutor()
+    cfg = _config(data, "inception_v3", epochs=1, batch_size=2, image_size=75, weights="none", max_steps=3)
+    job = executor.submit(store, "inception_v3", cfg, RayOptions(ray_address=ray_head.address))
+    assert job.executor == "ray" and job.external_id.startswith(f"dlguide-{job.id}-")
+    # curves stream: steps are in the store while the job still runs on Ray
+    wait_for(lambda: store.get(job.id, refresh=False).status == "running" and store.last_step(job.id), timeout=120,
+             what=lambda: "a first step while running; Ray's log:\n" + _ray_log(executor, store.get(job.id)))
+    assert _done(store, executor, job.id).status == "succeeded"
+    assert store.steps(job.id)["step"] == [1, 2, 3]
+    wait_for(lambda: executor.status(store.get(job.id)).state == "SUCCEEDED", timeout=30)  # the process exits last
+    assert main(["jobs", "show", job.id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["executor"], shown["external_id"], shown["status"]) == ("ray", job.external_id, "succeeded")
+    log = _ray_log(executor, store.get(job.id))
+    assert f"job {job.id} succeeded" in log and "epoch 0 step 3/3" in log
+
+
+@pytest.mark.slow
+def test_a_two_process_job_runs_torchrun_inside_the_ray_job(ray_head, tmp_path: Path) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=8, val_per_class=2)
+    store, executor = JobStore(), RayExecutor()
+    cfg = _config(data, epochs=1, batch_size=2, nproc_per_node=2)
+    job = executor.submit(store, "cifar_net", cfg, RayOptions(ray_address=ray_head.address))
+    assert _done(store, executor, job.id).status == "succeeded"
+    log = _ray_log(executor, store.get(job.id))
+    assert log.count("training on cpu") == 2, log[-2000:]  # one line per rank
+    assert store.steps(job.id)["step"] == [1, 2, 3, 4]  # 16 images / (2 per process x 2 processes): one set of metrics
+
+
+@pytest.mark.slow
+def test_cancel_takes_the_checkpointed_stop_and_resume_continues_the_steps(ray_head, tmp_path: Path) -> None:
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=40, val_per_class=1)
+    store, executor = JobStore(), RayExecutor()
+    cfg = _config(data, epochs=50, batch_size=1)
+    job = executor.submit(store, "cifar_net", cfg, RayOptions(ray_address=ray_head.address))
+    first_id = job.external_id
+    wait_for(lambda: store.get(job.id, refresh=False).status == "running" and store.last_step(job.id), timeout=120)
+    executor.cancel(store, store.get(job.id, refresh=False))
+    cancelled = _done(store, executor, job.id, timeout=60)
+    assert cancelled.status == "cancelled" and Path(cancelled.checkpoint).is_file()
+    stopped_at = cancelled.checkpoint_step
+    resumed = executor.resume(store, job.id)
+    assert resumed.external_id not in (None, first_id)  # a new Ray submission
+    wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) > stopped_at, timeout=120)
+    executor.cancel(store, store.get(job.id, refresh=False))
+    assert _done(store, executor, job.id, timeout=60).status == "cancelled"
+    steps = store.steps(job.id)["step"]
+    assert steps == sorted(set(steps)) and steps[-1] > stopped_at  # numbering continued, no repeats
+    wait_for(lambda: executor.status(store.get(job.id)).state in ("SUCCEEDED", "STOPPED"), timeout=30)
+
+
+def test_an_unreachable_head_is_one_line_and_jobs_keep_their_state(tmp_path: Path, monkeypatch) -> None:
+    store, executor = JobStore(), RayExecutor()
+    dead = f"http://127.0.0.1:{free_port()}"
+    job = store.create("cifar_net", "pytorch", {}, executor="ray")
+    from dlguide_core.jobs.executors.base import save_options
+
+    save_options(job.id, RayOptions(ray_address=dead))
+    store.set_external(job.id, "ray", "dlguide-x-1")
+    with pytest.raises(SchedulerNotAnswering, match="Ray is not answering"):
+        executor.status(store.get(job.id))
+    report = tracking.sync(store)
+    assert report.not_answering == {"ray": f"Ray is not answering at {dead}"}
+    assert store.get(job.id).status == "queued"
+    monkeypatch.setenv("RAY_ADDRESS", dead)
+    ok, reason = executor.available()
+    assert not ok and reason.startswith(f"Ray is not answering at {dead}")
+    with pytest.raises(SchedulerNotAnswering):
+        executor.submit(store, "cifar_net", _config(tmp_path, epochs=1), RayOptions())
+    assert len(store.list_jobs()) == 1  # nothing queued by a refused submit
+
+
+def test_refusals_are_one_line_before_anything_is_queued(tmp_path: Path, monkeypatch) -> None:
+    store, executor = JobStore(), RayExecutor()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("DLGUIDE_STORE_URL", raising=False)
+    with pytest.raises(RayError, match="--ray-address"):
+        executor.submit(store, "cifar_net", _config(tmp_path, epochs=1), RayOptions())
+    assert executor.available() == (False, "no Ray address: pass --ray-address http://HEAD:8265 or set RAY_ADDRESS")
+    with pytest.raises(RayError, match="cannot write the embedded SQLite store: set DLGUIDE_STORE_URL"):
+        executor.submit(store, "cifar_net", _config(tmp_path, epochs=1), RayOptions("http://10.9.8.7:8265"))
+    multi = _config(tmp_path, epochs=1, nnodes=2, rdzv_endpoint="127.0.0.1:29500")
+    with pytest.raises(RayError, match="--nnodes > 1 is not supported with --executor ray"):
+        executor.submit(store, "cifar_net", multi, RayOptions("http://127.0.0.1:8265"))
+    assert store.list_jobs() == []
+
+
+def test_available_when_the_head_answers(ray_head, monkeypatch) -> None:
+    monkeypatch.setenv("RAY_ADDRESS", ray_head.address)
+    assert RayExecutor().available() == (True, None)
+    assert ray_client.cluster_gpus(ray_head.address) == 0  # the test head is CPU-only: CPU jobs ask for CPUs

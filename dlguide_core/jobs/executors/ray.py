@@ -36,7 +36,7 @@ from dlguide_core.jobs.executors.base import (
     save_options,
 )
 from dlguide_core.jobs.executors.ray_client import RayError
-from dlguide_core.jobs.store import Job, JobStore, job_dir
+from dlguide_core.jobs.store import RESUMABLE, Job, JobStore, job_dir
 
 STORE_URL_ENV = "DLGUIDE_STORE_URL"
 CANCEL_FILE = "ray_cancel.json"  # in the job folder: when Cancel was asked (the stop_job fallback's clock)
@@ -62,6 +62,11 @@ def check_submittable(address: str, config: dict[str, Any]) -> None:
     if not ray_client.is_loopback(address) and not shared_store():
         raise RayError(f"Ray workers on other hosts cannot write the embedded SQLite store: set {STORE_URL_ENV} to a "
                        "PostgreSQL store every node reaches (docs/CLUSTERS.md)")
+
+
+def new_submission_id(job_id: str) -> str:
+    """Ray's id for one attempt of a job: the job's id and a fresh suffix (Ray refuses an id it has seen)."""
+    return f"dlguide-{job_id}-{secrets.token_hex(3)}"
 
 
 class RayExecutor(Executor):
@@ -103,10 +108,15 @@ class RayExecutor(Executor):
         save_options(job.id, options)
         return self.hand_over(store, job, options)
 
-    def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
-        """`submit_job` for the queued row; the job fails with the one-line reason if Ray refuses it."""
+    def hand_over(self, store: JobStore, job: Job, options: Any, submission_id: str | None = None) -> Job:
+        """`submit_job` for the queued row; the job fails with the one-line reason if Ray refuses it.
+
+        The submission id is recorded before the request: a status poll in between then finds an id Ray does
+        not know yet (no opinion), never the previous attempt's finished submission."""
         address = ray_client.resolve_address(options.ray_address)
-        submission_id = f"dlguide-{job.id}-{secrets.token_hex(3)}"  # a new one at each resume
+        submission_id = submission_id or new_submission_id(job.id)
+        store.set_external(job.id, self.name, submission_id)
+        (job_dir(job.id) / CANCEL_FILE).unlink(missing_ok=True)
         try:
             gpus = ray_client.cluster_gpus(address) if job.config.get("device", "auto") == "auto" else None
             ray_client.call(address, "submit_job", entrypoint=ray_env.entrypoint(job.id), submission_id=submission_id,
@@ -115,9 +125,16 @@ class RayExecutor(Executor):
         except RayError as exc:
             store.finish(job.id, "failed", f"Ray refused the job: {exc}")
             raise
-        store.set_external(job.id, self.name, submission_id)
-        (job_dir(job.id) / CANCEL_FILE).unlink(missing_ok=True)
         return store.get(job.id, refresh=False)
+
+    def resume(self, store: JobStore, job_id: str) -> Job:
+        """A new submission from the last checkpoint (its id recorded before the job is queued again)."""
+        job = store.get(job_id)
+        submission_id = new_submission_id(job_id)
+        if job.status in RESUMABLE:
+            store.set_external(job_id, self.name, submission_id)
+        job = store.prepare_resume(job_id)  # refuses, in one line, a job that is not resumable
+        return self.hand_over(store, job, load_options(job_id, RayOptions), submission_id)
 
     def status(self, job: Job) -> ExternalStatus:
         submission_id = getattr(job, "external_id", None)

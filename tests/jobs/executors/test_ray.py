@@ -129,7 +129,14 @@ def test_refusals_are_one_line_before_anything_is_queued(tmp_path: Path, monkeyp
     assert store.list_jobs() == []
 
 
-def test_available_when_the_head_answers(ray_head, monkeypatch) -> None:
+def test_available_when_the_head_answers_and_an_unknown_submission_is_no_opinion(ray_head, monkeypatch) -> None:
     monkeypatch.setenv("RAY_ADDRESS", ray_head.address)
     assert RayExecutor().available() == (True, None)
+    # a status poll between recording a (resumed) job's new submission id and Ray accepting it: keep the store's
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="ray")
+    store.set_external(job.id, "ray", f"dlguide-{job.id}-unknown")
+    answer = RayExecutor().status(store.get(job.id))
+    assert answer.status is None and answer.state == "UNKNOWN"
+    assert not tracking.apply(store, job.id, answer) and store.get(job.id).status == "queued"
     assert ray_client.cluster_gpus(ray_head.address) == 0  # the test head is CPU-only: CPU jobs ask for CPUs

@@ -2,9 +2,10 @@
 
 The same tiny job (cifar_net or inception_v3 on a toy ImageFolder, CPU, no DataLoader workers) is submitted
 alternately through the `local` executor (the queue's detached process) and the `ray` executor (Ray's job API,
-entrypoint jobs.executors.ray_entry), for `--rounds` rounds; each run is timed from the submit call to the first
-step a reader of the store sees. The Ray head is started once (its start-up time is reported apart), on loopback,
-with its own ports (tests/support/ray_cluster.py), and stopped by its process group at the end.
+entrypoint jobs.executors.ray_entry), for `--rounds` rounds; each run is timed from the submit call to the
+first step a reader of the store sees, and the next run starts once the job's process has exited. The Ray
+head is started once (its start-up time is reported apart), on loopback, with its own ports
+(tests/support/ray_cluster.py), and stopped by its process group at the end.
 
     .venv/bin/python bench/bench_ray_submit.py [--recipe cifar_net] [--rounds 3] [--json]
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import sys
 import tempfile
@@ -45,12 +47,35 @@ def _wait_final(store, job_id: str, timeout: float = 300.0) -> str:
     raise RuntimeError(f"job {job_id} did not finish within {timeout:.0f} s")
 
 
+def _settle(executor, store, job_id: str, timeout: float = 60.0) -> None:
+    """Until the job's process has exited (the store's ending comes first), so runs do not overlap."""
+    deadline = time.monotonic() + timeout
+    job = store.get(job_id, refresh=False)
+    while time.monotonic() < deadline:
+        if executor.name == "ray":
+            if executor.status(job).state in ("SUCCEEDED", "FAILED", "STOPPED"):
+                return
+        elif job.pid is None or _exited(job.pid):
+            return
+        time.sleep(0.2)
+
+
+def _exited(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # our child (the queue launched it): unreaped
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _one(executor, store, recipe: str, cfg, options) -> float:
     started = time.monotonic()
     job = executor.submit(store, recipe, cfg, options)
     seconds = _first_step(store, job.id, started)
     if (status := _wait_final(store, job.id)) != "succeeded":
         raise RuntimeError(f"job {job.id} {status}")
+    _settle(executor, store, job.id)
     return seconds
 
 
@@ -76,6 +101,7 @@ def main() -> int:
     extra = {"image_size": 75, "weights": "none"} if args.recipe == "inception_v3" else {}
     cfg = get_recipe(args.recipe).make_config(data=str(data), epochs=1, batch_size=2, workers=0, device="cpu",
                                               max_steps=3, **extra)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a killed bench still stops its head (finally below)
     head = start_head()
     times: dict[str, list[float]] = {"local": [], "ray": []}
     try:

@@ -137,7 +137,7 @@ class RayExecutor(Executor):
         return self.hand_over(store, job, load_options(job_id, RayOptions), submission_id)
 
     def status(self, job: Job) -> ExternalStatus:
-        submission_id = getattr(job, "external_id", None)
+        submission_id = job.external_id
         if not submission_id:
             return ExternalStatus(None, None, "")
         address = self._address(job)
@@ -154,26 +154,30 @@ class RayExecutor(Executor):
 
     def cancel(self, store: JobStore, job: Job) -> Job:
         """The store's flag (a checkpointed stop at the next step); Ray's stop for a pending job or a second Cancel."""
-        submission_id, address = getattr(job, "external_id", None), self._address(job)
         again = job.status == "running" and job.cancel_requested
         job = store.request_cancel(job.id)
         if job.status == "running" and not again:
             (job_dir(job.id) / CANCEL_FILE).write_text(json.dumps({"time": time.time()}))
-        elif submission_id:  # cancelled while pending (Ray must not start it), or asked twice
-            self._stop(address, submission_id)
+        elif job.external_id:  # cancelled while pending (Ray must not start it), or asked twice
+            try:
+                self._stop(self._address(job), job.external_id)
+            except RayError:
+                pass  # no address any more: the flag (or the claim that now fails) still stops it
         return job
 
     def logs(self, job: Job, follow: bool = False, is_final: Callable[[], bool] | None = None,
              poll_s: float = 1.0) -> Iterator[str]:
-        """Ray's job log (its driver output: our entrypoint's); with `follow`, new lines until `is_final()`."""
-        submission_id = getattr(job, "external_id", None)
-        if not submission_id:
+        """Ray's job log (its driver output: our entrypoint's); with `follow`, new lines until `is_final()`.
+        The store's ending comes before the process exits: the last read waits for Ray's ending too (10 s at most)."""
+        if not job.external_id:
             return
         address, seen = self._address(job), 0
         while True:
             final = is_final() if (follow and is_final) else not follow
+            if final and follow:
+                self._wait_ray_final(address, job.external_id)
             try:
-                text = ray_client.call(address, "get_job_logs", submission_id)
+                text = ray_client.call(address, "get_job_logs", job.external_id)
             except RayError as exc:
                 raise SchedulerNotAnswering(str(exc)) from None
             complete = text if final else text[:text.rfind("\n") + 1]
@@ -183,6 +187,16 @@ class RayExecutor(Executor):
             if final:
                 return
             time.sleep(poll_s)
+
+    def _wait_ray_final(self, address: str, submission_id: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if ray_client.job_state(address, submission_id).ray_status in ray_client.FINAL:
+                    return
+            except RayError:
+                return
+            time.sleep(0.3)
 
     def _address(self, job: Job) -> str:
         return ray_client.resolve_address(load_options(job.id, RayOptions).ray_address)

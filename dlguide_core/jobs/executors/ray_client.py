@@ -15,6 +15,7 @@ import os
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dlguide_core.errors import DlguideError
@@ -26,6 +27,7 @@ PROBE_TIMEOUT_S = 2.0  # "does the address answer" on the Train page
 # Ray's job statuses -> dlguide's; FAILED depends on why (see dlguide_status).
 STATUS_MAP = {"PENDING": "queued", "RUNNING": "running", "SUCCEEDED": "succeeded", "STOPPED": "cancelled",
               "FAILED": "failed"}
+FINAL = ("SUCCEEDED", "STOPPED", "FAILED")  # Ray's statuses of a submission whose entrypoint has exited
 # Ray reports these when the job's node (with its supervisor actor) went away: the run was cut, not wrong.
 NODE_LOST = ("JOB_SUPERVISOR_ACTOR_DIED",)
 
@@ -111,7 +113,13 @@ def ray_importable() -> str | None:
 
 
 def client(address: str, timeout: float = CALL_TIMEOUT_S) -> Any:
-    """A JobSubmissionClient whose every request gives up after `timeout` s; RayError when the head does not answer."""
+    """A JobSubmissionClient whose every request gives up after `timeout` s; RayError when the head does not answer.
+    One per address and timeout (its constructor checks the head's version: two requests); failures are not kept."""
+    return _client(address, timeout)
+
+
+@lru_cache(maxsize=8)
+def _client(address: str, timeout: float) -> Any:
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError as exc:

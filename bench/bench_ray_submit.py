@@ -7,7 +7,7 @@ first step a reader of the store sees, and the next run starts once the job's pr
 head is started once (its start-up time is reported apart), on loopback, with its own ports
 (tests/support/ray_cluster.py), and stopped by its process group at the end.
 
-    .venv/bin/python bench/bench_ray_submit.py [--recipe cifar_net] [--rounds 3] [--json]
+    .venv/bin/python bench/bench_ray_submit.py [--recipe cifar_net] [--rounds 3] [--threads 1|inherit] [--json]
 """
 
 from __future__ import annotations
@@ -83,10 +83,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default="cifar_net", choices=("cifar_net", "inception_v3"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", default="1", help="OMP_NUM_THREADS of both jobs (Ray gives its job 1 unless "
+                        "set: without this the comparison measures thread counts on a busy box); 'inherit' leaves it")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="dlguide-bench-ray-"))
     os.environ.update(DLGUIDE_HOME=str(home), DLGUIDE_OFFLINE="1")
+    if args.threads != "inherit":
+        os.environ["OMP_NUM_THREADS"] = args.threads  # the local job inherits it; the Ray job gets it below
     from dlguide_core.jobs.catalog import get_recipe, register_job_kinds
     from dlguide_core.jobs.executors.ray import RayOptions
     from dlguide_core.jobs.executors.registry import get_executor
@@ -111,7 +115,7 @@ def main() -> int:
             times["ray"].append(_one(get_executor("ray"), store, args.recipe, cfg, RayOptions(head.address)))
     finally:
         stop_head(head)
-    result = {"recipe": args.recipe, "rounds": args.rounds, "ray_head_start_s": round(head.startup_s, 1),
+    result = {"recipe": args.recipe, "rounds": args.rounds, "omp_num_threads": args.threads, "ray_head_start_s": round(head.startup_s, 1),
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
               **{f"{name}_first_step_s": {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
                                           "max": round(max(v), 2)} for name, v in times.items()}}

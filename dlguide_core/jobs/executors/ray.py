@@ -64,6 +64,12 @@ def check_submittable(address: str, config: dict[str, Any]) -> None:
                        "PostgreSQL store every node reaches (docs/CLUSTERS.md)")
 
 
+def _first_line(message: str | None) -> str | None:
+    """Ray's messages run to many lines (an actor's death names its pid, namespace, causes): the store keeps one."""
+    line = (message or "").strip().splitlines()
+    return line[0][:300] if line else None
+
+
 def new_submission_id(job_id: str) -> str:
     """Ray's id for one attempt of a job: the job's id and a fresh suffix (Ray refuses an id it has seen)."""
     return f"dlguide-{job_id}-{secrets.token_hex(3)}"
@@ -149,7 +155,7 @@ class RayExecutor(Executor):
             raise SchedulerNotAnswering(f"Ray is not answering at {address}") from None
         if state.ray_status == "RUNNING" and job.cancel_requested and self._grace_over(job):
             self._stop(address, submission_id)  # the flag did not stop it: Ray's stop (SIGINT, then SIGKILL)
-        reason = state.message if state.status in ("queued", "failed", "interrupted") else None
+        reason = _first_line(state.message) if state.status in ("queued", "failed", "interrupted") else None
         return ExternalStatus(state.status, reason, state.ray_status)
 
     def cancel(self, store: JobStore, job: Job) -> Job:

@@ -140,3 +140,28 @@ def test_available_when_the_head_answers_and_an_unknown_submission_is_no_opinion
     assert answer.status is None and answer.state == "UNKNOWN"
     assert not tracking.apply(store, job.id, answer) and store.get(job.id).status == "queued"
     assert ray_client.cluster_gpus(ray_head.address) == 0  # the test head is CPU-only: CPU jobs ask for CPUs
+
+
+def test_a_lost_node_makes_the_job_interrupted_and_resumable(ray_head) -> None:
+    """Ray reports a job whose supervisor (with its node) died as FAILED/JOB_SUPERVISOR_ACTOR_DIED: `interrupted`."""
+    import psutil
+
+    from dlguide_core.jobs.executors.base import save_options
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="ray")
+    save_options(job.id, RayOptions(ray_address=ray_head.address))
+    store.claim(job.id, 1)  # as if its entrypoint had started on the lost node
+    submission = ray_client.call(ray_head.address, "submit_job", entrypoint="sleep 61.25",
+                                 submission_id=f"dlguide-{job.id}-lost")
+    store.set_external(job.id, "ray", submission)
+    sleeper = wait_for(lambda: next((p for p in psutil.process_iter(["cmdline"])
+                                     if p.info["cmdline"] == ["sleep", "61.25"]), None), timeout=60)
+    supervisor = next(p for p in sleeper.parents() if "JobSupervisor" in p.name() + " ".join(p.cmdline()))
+    supervisor.kill()  # the node's processes vanish with it
+    sleeper.kill()
+    wait_for(lambda: tracking.sync(store).statuses.get(job.id, None) and store.get(job.id, refresh=False).status
+             == "interrupted", timeout=60)
+    job = store.get(job.id, refresh=False)
+    assert job.error.startswith("Job supervisor actor died") and "\n" not in job.error
+    assert store.prepare_resume(job.id).status == "queued"

@@ -115,7 +115,8 @@ def main() -> int:
             times["ray"].append(_one(get_executor("ray"), store, args.recipe, cfg, RayOptions(head.address)))
     finally:
         stop_head(head)
-    result = {"recipe": args.recipe, "rounds": args.rounds, "omp_num_threads": args.threads, "ray_head_start_s": round(head.startup_s, 1),
+    result = {"recipe": args.recipe, "rounds": args.rounds, "omp_num_threads": args.threads,
+              "ray_head_start_s": round(head.startup_s, 1),
               "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
               **{f"{name}_first_step_s": {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
                                           "max": round(max(v), 2)} for name, v in times.items()}}

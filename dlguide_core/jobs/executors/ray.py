@@ -24,6 +24,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from dlguide_core.jobs.executors import ray_client, ray_env
@@ -39,6 +40,7 @@ from dlguide_core.jobs.executors.ray_client import RayError
 from dlguide_core.jobs.store import RESUMABLE, Job, JobStore, job_dir
 
 STORE_URL_ENV = "DLGUIDE_STORE_URL"
+RAY_LOG_FILE = "ray.log"  # in the job folder: the last copy of Ray's job log
 CANCEL_FILE = "ray_cancel.json"  # in the job folder: when Cancel was asked (the stop_job fallback's clock)
 AVAILABLE_TTL_S = 10.0  # the Train page asks on every rerun: one probe per this many seconds
 
@@ -170,6 +172,20 @@ class RayExecutor(Executor):
             except RayError:
                 pass  # no address any more: the flag (or the claim that now fails) still stops it
         return job
+
+    def log_file(self, job: Job) -> Path:
+        """A copy of Ray's job log in the job folder (`ray.log`), refreshed from the head when it answers (the page's
+        "log" link and `jobs logs` read it); the last copy stays when the head does not answer."""
+        path = job_dir(job.id) / RAY_LOG_FILE
+        if job.external_id:
+            try:
+                text = ray_client.call(self._address(job), "get_job_logs", job.external_id)
+            except RayError:
+                return path
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        return path
 
     def logs(self, job: Job, follow: bool = False, is_final: Callable[[], bool] | None = None,
              poll_s: float = 1.0) -> Iterator[str]:

@@ -163,7 +163,7 @@ def ray_head() -> Iterator[object]:
         pytest.skip(reason)
     saved = {key: os.environ.get(key) for key in NO_PROXY}
     os.environ.update(NO_PROXY)
-    head = start_head()
+    head = start_head(num_cpus=4)  # logical CPUs: the tests run a 1-, a 2- and a 1-CPU job at once
     try:
         yield head
     finally:

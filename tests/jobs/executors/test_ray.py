@@ -1,11 +1,14 @@
 """The `ray` executor on a real local Ray head (tests/support/ray_cluster.py, one per session), and its refusals.
 
-Tiny runs (toy images, few steps) keep the whole file inside its CI budget: the head starts once.
+Inside the CI budget: the head starts once, the runs are tiny (toy images, few steps), and the three training
+jobs are submitted together (`ray_jobs`), so their start-ups overlap on the head (4 logical CPUs: 1 + 2 + 1).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,38 @@ def _ray_log(executor: RayExecutor, job) -> str:
     return "\n".join(executor.logs(job))
 
 
+@dataclass(frozen=True)
+class RayJobs:
+    home: Path
+    inception: str
+    ddp: str
+    cancel: str
+
+
+@pytest.fixture(scope="module")
+def ray_jobs(ray_head, tmp_path_factory) -> Iterator[RayJobs]:
+    """Three jobs submitted at once to the session's head, in one DLGUIDE_HOME the tests below share."""
+    home = tmp_path_factory.mktemp("ray_home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DLGUIDE_HOME", str(home))
+        patch.setenv("DLGUIDE_OFFLINE", "1")
+        store, executor, options = JobStore(), RayExecutor(), RayOptions(ray_address=ray_head.address)
+        big = write_toy_dataset(home / "toy80", classes=2, per_class=6, val_per_class=1, size=80)
+        small = write_toy_dataset(home / "toy32", classes=2, per_class=8, val_per_class=2)
+        long = write_toy_dataset(home / "toy_long", classes=2, per_class=40, val_per_class=1)
+        inception = _config(big, "inception_v3", epochs=1, batch_size=2, image_size=75, weights="none", max_steps=3)
+        jobs = [executor.submit(store, "inception_v3", inception, options),
+                executor.submit(store, "cifar_net", _config(small, epochs=1, batch_size=2, nproc_per_node=2), options),
+                executor.submit(store, "cifar_net", _config(long, epochs=50, batch_size=1), options)]
+        yield RayJobs(home, *(job.id for job in jobs))
+
+
+@pytest.fixture
+def ray_home(ray_jobs, monkeypatch) -> RayJobs:
+    monkeypatch.setenv("DLGUIDE_HOME", str(ray_jobs.home))
+    return ray_jobs
+
+
 def _done(store: JobStore, executor: RayExecutor, job_id: str, timeout: float = 150):
     def what() -> str:
         job = store.get(job_id, refresh=False)
@@ -40,11 +75,9 @@ def _done(store: JobStore, executor: RayExecutor, job_id: str, timeout: float = 
 
 
 @pytest.mark.slow
-def test_an_inception_job_runs_on_ray_with_curves_streaming(ray_head, tmp_path: Path, capsys) -> None:
-    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=6, val_per_class=1, size=80)
+def test_an_inception_job_runs_on_ray_with_curves_streaming(ray_home, capsys) -> None:
     store, executor = JobStore(), RayExecutor()
-    cfg = _config(data, "inception_v3", epochs=1, batch_size=2, image_size=75, weights="none", max_steps=3)
-    job = executor.submit(store, "inception_v3", cfg, RayOptions(ray_address=ray_head.address))
+    job = store.get(ray_home.inception, refresh=False)
     assert job.executor == "ray" and job.external_id.startswith(f"dlguide-{job.id}-")
     # curves stream: steps are in the store while the job still runs on Ray
     wait_for(lambda: store.get(job.id, refresh=False).status == "running" and store.last_step(job.id), timeout=120,
@@ -61,37 +94,32 @@ def test_an_inception_job_runs_on_ray_with_curves_streaming(ray_head, tmp_path: 
 
 
 @pytest.mark.slow
-def test_a_two_process_job_runs_torchrun_inside_the_ray_job(ray_head, tmp_path: Path) -> None:
-    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=8, val_per_class=2)
+def test_a_two_process_job_runs_torchrun_inside_the_ray_job(ray_home) -> None:
     store, executor = JobStore(), RayExecutor()
-    cfg = _config(data, epochs=1, batch_size=2, nproc_per_node=2)
-    job = executor.submit(store, "cifar_net", cfg, RayOptions(ray_address=ray_head.address))
-    assert _done(store, executor, job.id).status == "succeeded"
-    log = _ray_log(executor, store.get(job.id))
+    assert _done(store, executor, ray_home.ddp).status == "succeeded"
+    log = _ray_log(executor, store.get(ray_home.ddp))
     assert log.count("training on cpu") == 2, log[-2000:]  # one line per rank
-    assert store.steps(job.id)["step"] == [1, 2, 3, 4]  # 16 images / (2 per process x 2 processes): one set of metrics
+    assert store.steps(ray_home.ddp)["step"] == [1, 2, 3, 4]  # 16 images / (2 per process x 2): one set of metrics
 
 
 @pytest.mark.slow
-def test_cancel_takes_the_checkpointed_stop_and_resume_continues_the_steps(ray_head, tmp_path: Path) -> None:
-    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=40, val_per_class=1)
+def test_cancel_takes_the_checkpointed_stop_and_resume_continues_the_steps(ray_home) -> None:
     store, executor = JobStore(), RayExecutor()
-    cfg = _config(data, epochs=50, batch_size=1)
-    job = executor.submit(store, "cifar_net", cfg, RayOptions(ray_address=ray_head.address))
-    first_id = job.external_id
-    wait_for(lambda: store.get(job.id, refresh=False).status == "running" and store.last_step(job.id), timeout=120)
-    executor.cancel(store, store.get(job.id, refresh=False))
-    cancelled = _done(store, executor, job.id, timeout=60)
+    job_id = ray_home.cancel
+    first_id = store.get(job_id, refresh=False).external_id
+    wait_for(lambda: store.get(job_id, refresh=False).status == "running" and store.last_step(job_id), timeout=120)
+    executor.cancel(store, store.get(job_id, refresh=False))
+    cancelled = _done(store, executor, job_id, timeout=60)
     assert cancelled.status == "cancelled" and Path(cancelled.checkpoint).is_file()
     stopped_at = cancelled.checkpoint_step
-    resumed = executor.resume(store, job.id)
+    resumed = executor.resume(store, job_id)
     assert resumed.external_id not in (None, first_id)  # a new Ray submission
-    wait_for(lambda: (store.last_step(job.id) or {}).get("step", 0) > stopped_at, timeout=120)
-    executor.cancel(store, store.get(job.id, refresh=False))
-    assert _done(store, executor, job.id, timeout=60).status == "cancelled"
-    steps = store.steps(job.id)["step"]
+    wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) > stopped_at, timeout=120)
+    executor.cancel(store, store.get(job_id, refresh=False))
+    assert _done(store, executor, job_id, timeout=60).status == "cancelled"
+    steps = store.steps(job_id)["step"]
     assert steps == sorted(set(steps)) and steps[-1] > stopped_at  # numbering continued, no repeats
-    wait_for(lambda: executor.status(store.get(job.id)).state in ("SUCCEEDED", "STOPPED"), timeout=30)
+    wait_for(lambda: executor.status(store.get(job_id)).state in ("SUCCEEDED", "STOPPED"), timeout=30)
 
 
 def test_an_unreachable_head_is_one_line_and_jobs_keep_their_state(tmp_path: Path, monkeypatch) -> None:

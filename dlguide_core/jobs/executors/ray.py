@@ -80,6 +80,9 @@ def new_submission_id(job_id: str) -> str:
 class RayExecutor(Executor):
     name = "ray"
     options_cls = RayOptions
+    # train flags (argparse dests) that mean nothing here, with the one-line reason (read by the CLI)
+    refused_flags = {"rdzv_endpoint": "torchrun inside the Ray job rendezvouses on its own node",
+                     "node_rank": "Ray starts the job's processes itself"}
 
     def __init__(self) -> None:
         self._available: tuple[float, str, Availability] | None = None

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dlguide_core.errors import DistributedError, StoreError
 from dlguide_core.jobs.executors import ray_client, ray_env
 from dlguide_core.jobs.executors.base import (
     Availability,
@@ -57,13 +58,13 @@ def shared_store() -> bool:
 
 
 def check_submittable(address: str, config: dict[str, Any]) -> None:
-    """One RayError line for a job this executor cannot run (before anything is queued)."""
+    """One line for a job this executor cannot run, before anything is queued (usage errors: the CLI exits 2)."""
     if int(config.get("nnodes", 1) or 1) > 1:
-        raise RayError("--nnodes > 1 is not supported with --executor ray yet: run one node with --nproc-per-node N "
-                       "(torchrun inside the Ray job), or use --executor slurm")
+        raise DistributedError("--nnodes > 1 is not supported with --executor ray yet: run one node with "
+                               "--nproc-per-node N (torchrun inside the Ray job), or use --executor slurm")
     if not ray_client.is_loopback(address) and not shared_store():
-        raise RayError(f"Ray workers on other hosts cannot write the embedded SQLite store: set {STORE_URL_ENV} to a "
-                       "PostgreSQL store every node reaches (docs/CLUSTERS.md)")
+        raise StoreError(f"Ray workers on other hosts cannot write the embedded SQLite store: set {STORE_URL_ENV} to "
+                         "a PostgreSQL store every node reaches (docs/CLUSTERS.md)")
 
 
 def _first_line(message: str | None) -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.cli.main import main
+from dlguide_core.errors import DistributedError, StoreError
 from dlguide_core.jobs.catalog import get_recipe
 from dlguide_core.jobs.executors import ray_client, tracking
 from dlguide_core.jobs.executors.base import SchedulerNotAnswering
@@ -150,10 +151,10 @@ def test_refusals_are_one_line_before_anything_is_queued(tmp_path: Path, monkeyp
     with pytest.raises(RayError, match="--ray-address"):
         executor.submit(store, "cifar_net", _config(tmp_path, epochs=1), RayOptions())
     assert executor.available() == (False, "no Ray address: pass --ray-address http://HEAD:8265 or set RAY_ADDRESS")
-    with pytest.raises(RayError, match="cannot write the embedded SQLite store: set DLGUIDE_STORE_URL"):
+    with pytest.raises(StoreError, match="cannot write the embedded SQLite store: set DLGUIDE_STORE_URL"):
         executor.submit(store, "cifar_net", _config(tmp_path, epochs=1), RayOptions("http://10.9.8.7:8265"))
     multi = _config(tmp_path, epochs=1, nnodes=2, rdzv_endpoint="127.0.0.1:29500")
-    with pytest.raises(RayError, match="--nnodes > 1 is not supported with --executor ray"):
+    with pytest.raises(DistributedError, match="--nnodes > 1 is not supported with --executor ray"):
         executor.submit(store, "cifar_net", multi, RayOptions("http://127.0.0.1:8265"))
     assert store.list_jobs() == []
 

@@ -10,8 +10,9 @@
 - Workers on other hosts cannot write the embedded SQLite store: a head that is not on this machine needs
   DLGUIDE_STORE_URL (PostgreSQL), else the submit is refused in one line.
 - Cancel takes the same checkpointed stop as a local job: the store's cancel flag. Ray's `stop_job` (SIGINT,
-  dlguide's "cancel", then SIGKILL after ray_env.STOP_GRACE_S) is the fallback: for a job Ray still holds
-  pending, for a second Cancel, and from the status poll when the flag has not stopped the job within the grace.
+  dlguide's "cancel", then SIGKILL after ray_env.STOP_GRACE_S) is the fallback: for a second Cancel, and from the
+  status poll when the flag has not stopped the job within the grace. A pending job is cancelled in the store at
+  once (Ray's stop is asked too, but takes effect only once Ray places it; its entry then runs nothing).
 - Every request has a deadline (jobs.executors.ray_client); a head that does not answer is `SchedulerNotAnswering`,
   and the jobs keep their last known state (jobs.executors.tracking).
 """

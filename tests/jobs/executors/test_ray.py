@@ -195,3 +195,18 @@ def test_a_lost_node_makes_the_job_interrupted_and_resumable(ray_head) -> None:
     job = store.get(job.id, refresh=False)
     assert job.error.startswith("Job supervisor actor died") and "\n" not in job.error
     assert store.prepare_resume(job.id).status == "queued"
+
+
+def test_a_job_ray_holds_pending_is_queued_and_cancel_ends_it_there(ray_head, tmp_path: Path) -> None:
+    """More CPUs than the head has: Ray keeps it PENDING (queued, with Ray's reason); Cancel ends it at once in the
+    store. Ray 2.60 cannot stop a job whose supervisor is not placed yet (its stop waits for the placement): the
+    store's word stands, and if Ray ever starts it, its entry finds it cancelled and runs nothing."""
+    store, executor = JobStore(), RayExecutor()
+    cfg = _config(tmp_path, epochs=1, nproc_per_node=16)  # 16 CPU processes: the head has 4
+    job = executor.submit(store, "cifar_net", cfg, RayOptions(ray_address=ray_head.address))
+    answer = executor.status(store.get(job.id, refresh=False))
+    assert (answer.status, answer.state) == ("queued", "PENDING") and store.get(job.id).status == "queued"
+    assert executor.cancel(store, store.get(job.id, refresh=False)).status == "cancelled"
+    assert executor.status(store.get(job.id, refresh=False)).state in ("PENDING", "STOPPED")
+    tracking.sync(store)
+    assert store.get(job.id).status == "cancelled" and store.get(job.id).attempts == 0  # it never ran

@@ -210,3 +210,26 @@ def test_a_job_ray_holds_pending_is_queued_and_cancel_ends_it_there(ray_head, tm
     assert executor.status(store.get(job.id, refresh=False)).state in ("PENDING", "STOPPED")
     tracking.sync(store)
     assert store.get(job.id).status == "cancelled" and store.get(job.id).attempts == 0  # it never ran
+
+
+def test_a_running_job_the_flag_did_not_stop_gets_rays_stop_after_the_grace(ray_head, monkeypatch) -> None:
+    """The fallback: Cancel set the flag, the job did not stop (here: a process that never reads it), the grace is
+    over: the next status poll asks Ray to stop it (SIGINT, dlguide's cancel), and Ray's STOPPED cancels it."""
+    import os
+
+    from dlguide_core.jobs.executors import ray_env
+    from dlguide_core.jobs.executors.base import save_options
+
+    monkeypatch.setattr(ray_env, "STOP_GRACE_S", 0)
+    store, executor = JobStore(), RayExecutor()
+    job = store.create("cifar_net", "pytorch", {}, executor="ray")
+    save_options(job.id, RayOptions(ray_address=ray_head.address))
+    store.claim(job.id, os.getpid())
+    submission = ray_client.call(ray_head.address, "submit_job", entrypoint="sleep 62.5",
+                                 submission_id=f"dlguide-{job.id}-deaf", runtime_env=ray_env.runtime_env(os.environ))
+    store.set_external(job.id, "ray", submission)
+    wait_for(lambda: executor.status(store.get(job.id, refresh=False)).state == "RUNNING", timeout=60)
+    assert executor.cancel(store, store.get(job.id, refresh=False)).status == "running"  # the flag, nothing more
+    assert executor.status(store.get(job.id, refresh=False)).state == "RUNNING"  # this poll asks Ray to stop it
+    wait_for(lambda: tracking.sync(store).statuses[job.id].state == "STOPPED", timeout=60)
+    assert store.get(job.id, refresh=False).status == "cancelled"

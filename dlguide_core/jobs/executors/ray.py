@@ -2,7 +2,8 @@
 
 - Submit: the job's row (executor "ray"), then `submit_job` with the entrypoint jobs.executors.ray_entry (the
   same runner a local job runs; torchrun inside the Ray job for N processes on one node), its GPUs (or CPUs on
-  a CPU job) as entrypoint resources, and the store and checkout through the runtime environment's variables.
+  a CPU job) as entrypoint resources, and the store and checkout through the runtime environment's variables
+  (never a password: Ray shows a job's runtime environment to anyone who reaches its dashboard).
   The Ray submission id is the job's `external_id` (a new one at each resume). The address (`--ray-address`,
   else RAY_ADDRESS) is kept in the job folder with the options, so status, logs and resume find the head.
 - Several nodes are refused in one line for now (see docs/CLUSTERS.md, "Ray"): a multi-node run would need Ray
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dlguide_core.errors import DistributedError, StoreError
 from dlguide_core.jobs.executors import ray_client, ray_env
@@ -104,6 +106,14 @@ class RayExecutor(Executor):
         answer = Availability(reason is None, reason)
         self._available = (time.monotonic(), address, answer)
         return answer
+
+    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+        """A store URL with a password is not sent to Ray (its job record shows the runtime environment)."""
+        url = os.environ.get(STORE_URL_ENV, "").strip()
+        if url and urlsplit(url).password is not None:
+            return (f"{STORE_URL_ENV} holds a password, which Ray would show in its job list: it is not sent; the Ray "
+                    f"nodes need {STORE_URL_ENV} in the environment `ray start` runs with (docs/CLUSTERS.md)",)
+        return ()
 
     def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None) -> Job:
         from dlguide_core.jobs.catalog import get_recipe

@@ -12,15 +12,17 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dlguide_core import settings
 
 PYTHON_ENV = "DLGUIDE_RAY_PYTHON"  # the Python on the Ray nodes (default: this one, for a head on this machine)
 STOP_GRACE_S = 60  # Ray's stop_job: SIGINT, then SIGKILL after this (Ray's default, 3 s, cuts a checkpoint)
 ENTRY_MODULE = "dlguide_core.jobs.executors.ray_entry"
-# Our own variables travel with the job (the store, the data roots, offline mode); nothing else of this shell does.
-FORWARDED_PREFIXES = ("DLGUIDE_",)
-FORWARDED = ("TORCH_HOME",)
+# What travels with the job (Ray keeps a job's runtime environment in its record: its dashboard and `ray job list`
+# show it to anyone who can reach the head, so no secret goes there: a store URL with a password stays home).
+FORWARDED = ("DLGUIDE_DATA_ROOTS", "DLGUIDE_OFFLINE", "DLGUIDE_MAX_JOBS", "TORCH_HOME")
+STORE_URL_ENV = "DLGUIDE_STORE_URL"
 CHECKOUT = Path(__file__).resolve().parents[3]
 
 
@@ -31,8 +33,12 @@ def entrypoint(job_id: str, python: str | None = None) -> str:
 
 
 def runtime_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    """env_vars only: the checkout on PYTHONPATH, DLGUIDE_HOME, our own variables, and a stop that can checkpoint."""
-    env = {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES) or k in FORWARDED}
+    """env_vars only: the checkout on PYTHONPATH, DLGUIDE_HOME, a few of our settings, the store URL when it holds
+    no password (else the nodes' own DLGUIDE_STORE_URL, set where `ray start` runs), and a stop that can checkpoint."""
+    env = {k: environ[k] for k in FORWARDED if k in environ}
+    url = environ.get(STORE_URL_ENV, "").strip()
+    if url and urlsplit(url).password is None:
+        env[STORE_URL_ENV] = url
     env.update({"DLGUIDE_HOME": str(settings.home()), "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": "1",
                 # Read by Ray's job supervisor (it runs with these variables): SIGINT is dlguide's "cancel".
                 "RAY_JOB_STOP_SIGNAL": "SIGINT", "RAY_JOB_STOP_WAIT_TIME_S": str(STOP_GRACE_S)})

@@ -195,3 +195,26 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = previous
+# ---------------------------------------------------------------- Ray
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[object]:
+    """One real Ray head on loopback for the whole session (about 15-20 s to start, 1.6 GB): tests.support.ray_cluster.
+    Loopback requests must not go through a proxy (Ray's client honours http_proxy even for 127.0.0.1)."""
+    from tests.support.ray_cluster import NO_PROXY, ray_available, start_head, stop_head
+
+    if (reason := ray_available()) is not None:
+        pytest.skip(reason)
+    saved = {key: os.environ.get(key) for key in NO_PROXY}
+    os.environ.update(NO_PROXY)
+    head = start_head(num_cpus=4)  # logical CPUs: the tests run a 1-, a 2- and a 1-CPU job at once
+    try:
+        yield head
+    finally:
+        stop_head(head)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -79,6 +79,9 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     slurm.add_argument("--account", metavar="A", help="default: DLGUIDE_SLURM_ACCOUNT")
     slurm.add_argument("--time", metavar="HH:MM:SS", help="time limit; default: DLGUIDE_SLURM_TIME, else the "
                        "partition's (the job checkpoints and becomes interrupted before it)")
+    ray = p.add_argument_group("--executor ray (docs/CLUSTERS.md); --nproc-per-node N runs torchrun inside the Ray "
+                               "job (one node)")
+    ray.add_argument("--ray-address", metavar="URL", help="Ray's job API, e.g. http://HEAD:8265; default: RAY_ADDRESS")
 
 
 def build_config(args: argparse.Namespace):
@@ -165,7 +168,8 @@ def submit_elsewhere(args: argparse.Namespace) -> int:
             print(f"error: --{dest.replace('_', '-')} is not used with --executor {args.executor}: "
                   f"{executor.refused_flags[dest]}", file=sys.stderr)
             return EXIT_USAGE
-    ok, reason = executor.available()
+    # available() knows only RAY_ADDRESS; a given --ray-address is probed by the Ray executor's submit itself
+    ok, reason = (True, None) if getattr(args, "ray_address", None) else executor.available()
     if not ok:
         print(f"error: --executor {args.executor} cannot be used here: {reason}", file=sys.stderr)
         return EXIT_USAGE

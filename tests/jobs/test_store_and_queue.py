@@ -87,6 +87,19 @@ def test_queue_runs_at_most_n_and_cancels_queued_jobs_at_once(monkeypatch) -> No
     assert queue.max_concurrent() == 3
 
 
+def test_the_local_queue_never_claims_a_job_a_scheduler_holds() -> None:
+    """A queued Ray or Slurm job waits for its scheduler: the local dispatcher must not start it here too."""
+    store = JobStore()
+    on_ray = store.create("cifar_net", "pytorch", {}, executor="ray")
+    running_on_ray = store.create("cifar_net", "pytorch", {"nproc_per_node": 4}, executor="ray")
+    store.claim(running_on_ray.id, os.getpid())  # its entrypoint claimed it on a Ray node: not our devices
+    local = store.create("cifar_net", "pytorch", {})
+    claimed = store.claim_next(1)
+    assert claimed is not None and claimed.id == local.id and claimed.slot == 0
+    assert store.claim_next(8) is None
+    assert store.get(on_ray.id, refresh=False).status == "queued"
+
+
 def test_queue_counts_a_job_as_the_devices_it_uses(monkeypatch) -> None:
     import torch
 

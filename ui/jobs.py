@@ -61,14 +61,15 @@ def start_feedback(store: JobStore, by_id: dict[str, Job]) -> None:
     if job.framework == "pytorch" and "batch_size" in job.config:
         batch = ": " + launch.describe_batch(job.config["batch_size"], job.config.get("nproc_per_node", 1),
                                              job.config.get("nnodes", 1))
-    if job.status == "queued" and job.external_id:  # handed to a scheduler (Slurm, Ray), which starts it
-        st.info(f"Job {job.id} queued on {job.executor} as {job.external_id}{batch}.", icon=":material/hourglass_top:")
+    on = f" on {job.executor} as {job.external_id}" if job.external_id else ""  # handed to Slurm or Ray
+    if job.status == "queued" and on:  # the scheduler starts it
+        st.info(f"Job {job.id} queued{on}{batch}.", icon=":material/hourglass_top:")
     elif job.status == "queued":
         busy = sum(1 for j in by_id.values() if j.status == "running")
         st.info(f"Job {job.id} is queued{batch}. " + (f"It starts when a device is free ({busy} running)."
                 if busy else "Starting its process…"), icon=":material/hourglass_top:")
     elif job.status == "running":
-        st.success(f"Job {job.id} running{batch}.", icon=":material/rocket_launch:")
+        st.success(f"Job {job.id} running{on}{batch}.", icon=":material/rocket_launch:")
     elif job.status == "failed":
         st.error(f"Job {job.id} failed: {job.error or 'no reason recorded (see its log below)'}",
                  icon=":material/error:")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.support.ports import free_port
+
 
 def _script() -> None:
     import streamlit as st
@@ -40,3 +42,18 @@ def test_slurm_fields_when_slurm_is_not_answering(tmp_path: Path, monkeypatch) -
     assert at.text_input(key="train_cifar_net_slurm_account") is not None
     assert at.number_input(key="train_cifar_net_slurm_nodes").value == 1
     assert "executor=slurm problem=None" in at.markdown[-1].value
+
+
+def test_ray_without_an_address_or_a_head_is_unavailable_with_the_reason(monkeypatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    radio = at.radio(key="train_cifar_net_run_on")
+    assert radio.options[2] == "Ray (unavailable)"
+    radio.set_value("ray").run()
+    assert "Ray cannot be used here: no Ray address: pass --ray-address" in at.warning[0].value
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", dead)
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    at.radio(key="train_cifar_net_run_on").set_value("ray").run()
+    assert f"Ray cannot be used here: Ray is not answering at {dead}" in at.warning[0].value
+    assert "executor=ray problem=Ray: Ray is not answering" in at.markdown[-1].value

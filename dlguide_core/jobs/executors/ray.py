@@ -115,8 +115,9 @@ class RayExecutor(Executor):
                     f"nodes need {STORE_URL_ENV} in the environment `ray start` runs with (docs/CLUSTERS.md)",)
         return ()
 
-    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None) -> Job:
+    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None, owner: str | None = None) -> Job:
         from dlguide_core.jobs.catalog import get_recipe
+        from dlguide_core.jobs.ownership import os_user
 
         options = options or RayOptions()
         address = ray_client.resolve_address(options.ray_address)
@@ -126,7 +127,7 @@ class RayExecutor(Executor):
         check_submittable(address, asdict(config))
         if (reason := ray_client.probe(address)) is not None:
             raise SchedulerNotAnswering(reason)
-        job = store.create(recipe, found.framework, asdict(config), executor=self.name)
+        job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
         options = RayOptions(ray_address=address)
         save_options(job.id, options)
         return self.hand_over(store, job, options)

@@ -80,3 +80,13 @@ def test_the_registry_declares_local_slurm_and_ray_once() -> None:
 def test_time_limits_and_the_signal_lead() -> None:
     assert time_seconds("00:01:00") == 60 and time_seconds("1-02:00:00") == 93600 and time_seconds("90") == 5400
     assert signal_lead(None) == 60 and signal_lead("02:00:00") == 60 and signal_lead("00:01:00") == 30
+
+
+def test_every_executor_records_who_submitted(monkeypatch) -> None:
+    """The Train page passes the signed-in user to whichever executor runs the job (issue 22): a `submit`
+    without `owner` broke Run on = Ray with a TypeError."""
+    import inspect
+
+    for name in registry.names():
+        params = inspect.signature(type(registry.get_executor(name)).submit).parameters
+        assert "owner" in params and params["owner"].default is None, name

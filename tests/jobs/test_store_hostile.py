@@ -24,8 +24,9 @@ from dlguide_core.cli.main import main
 from dlguide_core.errors import CheckpointError, StoreError
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.jobs.store_sink import StoreSink
-from dlguide_core.vision.checkpoints import REQUIRED_KEYS, load_checkpoint, save_checkpoint
+from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
 from tests.support.apptest import open_app
+from tests.support.checkpoints import toy_checkpoint
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -136,12 +137,13 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_mount: Path, monkeypatc
 
 
 def test_a_checkpoint_that_does_not_fit_says_so_and_the_previous_one_loads(small_mount: Path) -> None:
-    payload = {key: None for key in REQUIRED_KEYS} | {"arch": "toy", "class_names": ["a"]}
-    path = small_mount / "job" / "checkpoint.pt"
-    save_checkpoint(path, payload | {"model": {"w": torch.ones(10)}})
+    path = toy_checkpoint(small_mount / "job" / "checkpoint.pt", ("a", "b"))  # a real one, that fits
+    before = load_checkpoint(path)
     with pytest.raises(CheckpointError, match=f"no space left on the device holding {path.parent}"):
-        save_checkpoint(path, payload | {"model": {"w": torch.zeros(2_000_000)}})  # 8 MB on a 2 MiB disk
-    assert torch.equal(load_checkpoint(path)["model"]["w"], torch.ones(10))
+        save_checkpoint(path, before | {"model": {"w": torch.zeros(2_000_000)}})  # 8 MB on a 2 MiB disk
+    after = load_checkpoint(path)  # validated as every checkpoint is (vision.checkpoints)
+    assert after["class_names"] == ["a", "b"] and after["model"].keys() == before["model"].keys()
+    assert all(torch.equal(after["model"][k], before["model"][k]) for k in before["model"])
     assert [p.name for p in path.parent.iterdir()] == ["checkpoint.pt"]  # no temp file left behind
 
 
@@ -165,5 +167,5 @@ def test_the_booth_goes_on_without_its_ticker_when_the_store_is_unusable(isolate
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert "No training job is running right now." in [c.value for c in at.caption]
+    assert "No model is training right now." in [c.value for c in at.caption]
     assert at.title[0].value == "What does the AI see?"  # the booth itself is there

@@ -39,6 +39,9 @@ from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+# The booth's widgets as pages/kiosk.py labels them (Material icons, no emoji: issue 18/24)
+HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
+START_OVER = "button:Start over"
 
 
 @dataclass
@@ -136,13 +139,13 @@ class BoothSession:
         result = self.rerun([camera])
         waited = time.perf_counter() - start
         if heatmap:
-            toggle = WidgetState(id=result.widgets["checkbox:🔥 Where did the model look?"], bool_value=True)
+            toggle = WidgetState(id=result.widgets[HEATMAP], bool_value=True)
             result = self.rerun([camera, toggle])
         self.delete(info)  # what the browser does when a shot is retaken or cleared
         return result, waited
 
     def start_over(self) -> RunResult:
-        return self.rerun([WidgetState(id=self.last.widgets["button:↺ Start over"], trigger_value=True)])
+        return self.rerun([WidgetState(id=self.last.widgets[START_OVER], trigger_value=True)])
 
 
 def record_element(result: RunResult, element) -> None:

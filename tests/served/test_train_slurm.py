@@ -7,11 +7,9 @@ import re
 
 import pytest
 
-from dlguide_core.jobs.executors import tracking
-from dlguide_core.jobs.executors.registry import get_executor
 from dlguide_core.jobs.store import JobStore
 from tests.support.toy_data import write_toy_dataset
-from tests.support.waiting import wait_for
+from tests.support.train_page import cancel_until_ended, start_long_run
 
 
 @pytest.mark.browser
@@ -20,23 +18,8 @@ def test_run_on_slurm_from_the_train_page(slurm_cluster, app_server, browser_pag
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=6, val_per_class=1)
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"))
     page = browser_page
-    page.goto(f"{url}/train")
-    page.get_by_text("Recipe").first.wait_for()
-    page.get_by_test_id("stSelectbox").filter(has_text="Recipe").first.click()
-    page.get_by_role("option", name=re.compile("^cifar_net")).click()
-    run_on = page.locator(".st-key-train_cifar_net_run_on")
-    run_on.wait_for(timeout=60_000)
-    run_on.get_by_text("Slurm", exact=True).click()
-    page.locator(".st-key-train_cifar_net_slurm_partition").wait_for(timeout=60_000)  # partitions from sinfo
-    page.locator(".st-key-train_cifar_net_epochs input").fill("500")  # runs until cancelled below
-    page.locator(".st-key-train_cifar_net_workers input").fill("0")
-    page.locator(".st-key-train_cifar_net_start button").click()
-    started = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ queued on slurm as \d+"))
-    try:
-        started.wait_for(timeout=90_000)
-    except Exception:  # say what the page showed instead of a bare timeout
-        pytest.fail("no job submitted; the page said:\n" + page.locator("[data-testid=stMain]")
-                    .first.inner_text()[-3000:])
+    start_long_run(page, url, "Slurm", re.compile(r"Job \d{8}-\d{6}-\w+ queued on slurm as \d+"),
+                   ready_key="train_cifar_net_slurm_partition")  # partitions from sinfo
     store = JobStore()
     (job,) = store.list_jobs()
     assert job.executor == "slurm" and job.external_id and job.config["nproc_per_node"] == 1
@@ -51,11 +34,4 @@ def test_run_on_slurm_from_the_train_page(slurm_cluster, app_server, browser_pag
             if attempt == 3:
                 raise
     # Curves while it runs are the CLI tests' business (tests/jobs/executors/test_slurm.py); here, stop it.
-    get_executor("slurm").cancel(store, store.get(job.id))
-
-    def ended():
-        tracking.sync(store)
-        return store.get(job.id).status not in ("queued", "running")
-
-    wait_for(ended, timeout=120, every=0.5, what="the cancelled Slurm job to end")
-    assert store.get(job.id).status == "cancelled"
+    assert cancel_until_ended(store, job.id) == "cancelled"

@@ -14,7 +14,8 @@ from tests.support.waiting import wait_for
 
 
 def start_long_run(page, url: str, run_on: str, started: re.Pattern, ready_key: str | None = None) -> None:
-    """Pick cifar_net, Run on `run_on`, 500 epochs (it runs until cancelled), Start; wait for the `started` line.
+    """Pick cifar_net, Run on `run_on`, 1000 epochs at batch 1 (it runs until cancelled), Start; wait for the
+    `started` line.
     `ready_key`: a widget key the executor's fields show once ready (Slurm's partitions from sinfo)."""
     page.goto(f"{url}/train")
     page.get_by_text("Recipe").first.wait_for()
@@ -25,7 +26,8 @@ def start_long_run(page, url: str, run_on: str, started: re.Pattern, ready_key: 
     choice.get_by_text(run_on, exact=True).click()
     if ready_key:
         page.locator(f".st-key-{ready_key}").wait_for(timeout=60_000)
-    page.locator(".st-key-train_cifar_net_epochs input").fill("500")
+    page.locator(".st-key-train_cifar_net_epochs input").fill("1000")  # the form's most, at batch 1: 1000s of steps
+    page.locator(".st-key-train_cifar_net_batch input").fill("1")
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
     page.locator(".st-key-train_cifar_net_start button").click()
     try:

@@ -375,15 +375,16 @@ def test_classify_tabs_show_the_guide_grid_and_classify_typed_reviews(tf_jobs, j
 # ------------------------------------------------------------------ the Train page's TensorFlow section
 
 
-def _train_section_script() -> None:
+def _train_form_script() -> None:
     from dlguide_core.jobs.store import JobStore
-    from ui.tensorflow import tf_train_section
+    from ui.train_form import new_job_form
 
-    tf_train_section(JobStore())
+    new_job_form(JobStore())
 
 
 @needs_tf
-def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path: Path, monkeypatch) -> None:
+def test_the_train_form_offers_tf_recipes_and_queues_a_job_on_local_data(tmp_path: Path, monkeypatch) -> None:
+    """The TensorFlow recipes in the Train page's one form (issue 24): their data from the roots, their fields."""
     from streamlit.testing.v1 import AppTest
 
     from dlguide_core.jobs import queue
@@ -392,10 +393,13 @@ def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path:
     fashion = write_fashion(tmp_path / "roots" / "fashion-mnist", train=8, test=4)
     imdb = write_imdb(tmp_path / "roots" / "reviews", per_class=2)
     monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    monkeypatch.setenv("DLGUIDE_OFFLINE", "0")  # the download choice is offered online only
     monkeypatch.setattr(queue, "dispatch", lambda store: [])  # queue only: no job process in this test
-    at = AppTest.from_function(_train_section_script, default_timeout=60).run()
+    at = AppTest.from_function(_train_form_script, default_timeout=60).run()
     assert not at.exception, at.exception
-    assert [o.split(" · ")[0] for o in at.selectbox(key="train_tf_recipe").options] == [FASHION_RECIPE, TEXT_RECIPE]
+    options = [o.split(" · ")[0] for o in at.selectbox(key="train_recipe").options]
+    assert {FASHION_RECIPE, TEXT_RECIPE} <= set(options)
+    at.selectbox(key="train_recipe").select(FASHION_RECIPE).run()
     assert at.selectbox(key=f"train_tf_{FASHION_RECIPE}_data").options == [str(fashion), TF_DOWNLOAD]
     assert at.number_input(key=f"train_tf_{FASHION_RECIPE}_hidden_units").value == 128
     at.number_input(key=f"train_tf_{FASHION_RECIPE}_epochs").set_value(2)
@@ -405,19 +409,21 @@ def test_train_section_lists_tf_recipes_and_queues_a_job_on_local_data(tmp_path:
     [job] = store.list_jobs()
     assert (job.recipe, job.framework, job.status) == (FASHION_RECIPE, "tensorflow", "queued")
     assert job.config == {**FashionMnistConfig().__dict__, "data": str(fashion), "epochs": 2}
-    at.selectbox(key="train_tf_recipe").set_value(TEXT_RECIPE).run()
+    at.selectbox(key="train_recipe").select(TEXT_RECIPE).run()
     assert at.selectbox(key=f"train_tf_{TEXT_RECIPE}_data").options == [str(imdb), TF_DOWNLOAD]
     assert at.number_input(key=f"train_tf_{TEXT_RECIPE}_sequence_length").value == 250
     store.close()
 
 
-def test_train_section_says_why_tensorflow_recipes_are_missing(monkeypatch) -> None:
+@needs_tf
+def test_the_train_form_says_why_a_tensorflow_recipe_cannot_run(monkeypatch) -> None:
     from streamlit.testing.v1 import AppTest
 
     reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
     monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",
                         lambda: tensorflow_runtime.TensorFlowStatus(False, reason))
-    at = AppTest.from_function(_train_section_script, default_timeout=60).run()
+    at = AppTest.from_function(_train_form_script, default_timeout=60).run()
+    at.selectbox(key="train_recipe").select(FASHION_RECIPE).run()
     assert not at.exception, at.exception
-    assert [i.value for i in at.info] == [reason]
-    assert not at.selectbox  # no recipe picker, no form
+    assert reason in [i.value for i in at.info]
+    assert not [b for b in at.button if b.key == f"train_tf_{FASHION_RECIPE}_start"]  # no form to start

@@ -26,7 +26,9 @@ from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-LONG = ["--recipe", "cifar_net", "--epochs", "500", "--batch-size", "1", "--workers", "0", "--device", "cpu"]
+# 120,000 steps of a toy run: minutes even on a quiet machine (500 epochs ended inside a 1-minute limit at ~560
+# steps/s), so the time limit and the cancel always find it running
+LONG = ["--recipe", "cifar_net", "--epochs", "10000", "--batch-size", "1", "--workers", "0", "--device", "cpu"]
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ def start_long_run(page, url: str, run_on: str, started: re.Pattern, ready_key: 
     choice.get_by_text(run_on, exact=True).click()
     if ready_key:
         page.locator(f".st-key-{ready_key}").wait_for(timeout=60_000)
+    settled_on_scheduler(page)
     page.locator(".st-key-train_cifar_net_epochs input").fill("1000")  # the form's most, at batch 1: 1000s of steps
     page.locator(".st-key-train_cifar_net_batch input").fill("1")
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
@@ -35,6 +36,18 @@ def start_long_run(page, url: str, run_on: str, started: re.Pattern, ready_key: 
     except Exception:  # say what the page showed instead of a bare timeout
         pytest.fail("no job submitted; the page said:\n" + page.locator("[data-testid=stMain]")
                     .first.inner_text()[-3000:])
+
+
+ONE_FORM = ("() => !document.querySelector('[data-stale=\"true\"]')"
+            " && document.querySelectorAll('.st-key-train_cifar_net_epochs input').length === 1")
+
+
+def settled_on_scheduler(page) -> None:
+    """Wait for the rerun that a scheduler choice starts to end. The local-only "Devices and machines" section
+    goes, so the form moves and is drawn anew; until the run ends the old form stays on the page (stale) beside
+    the new one, and a fill could land in either."""
+    page.get_by_text(re.compile(r"^Devices and machines")).wait_for(state="detached", timeout=60_000)
+    page.wait_for_function(ONE_FORM, timeout=60_000)
 
 
 def cancel_until_ended(store: JobStore, job_id: str) -> str:

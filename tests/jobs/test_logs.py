@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from dlguide_core.jobs.logs import job_log, read_tail
 from dlguide_core.jobs.store import JobStore
 
@@ -23,3 +25,25 @@ def test_a_long_log_is_cut_to_its_last_whole_lines(tmp_path) -> None:
     assert log.truncated and log.size == path.stat().st_size
     assert log.text.endswith("line 999\n\ufffd bad byte\n")
     assert log.text.startswith("line ") and len(log.text.encode()) <= 100
+
+
+def test_following_a_log_keeps_what_the_job_prints_after_the_store_says_it_ended(tmp_path) -> None:
+    """`jobs logs ID --follow`: the job records its ending in the store, then prints "job ID succeeded" (jobs.runner):
+    the follow reads on after the ending until the log is quiet, so that last line is not lost."""
+    from dlguide_core.jobs.executors.base import follow_file
+
+    path = tmp_path / "job.log"
+    path.write_text("step 1\nstep 2\n")
+    opened = []
+
+    def path_of():
+        opened.append(path)
+        if len(opened) == 2:  # written after the ending was seen: the old follow had returned by then
+            with path.open("a") as log:
+                log.write("job X succeeded\npartial, no newline")
+        return path
+
+    started = time.monotonic()
+    lines = list(follow_file(path_of, follow=True, poll_s=0.05, is_final=lambda: True, settle_s=0.3))
+    assert lines == ["step 1", "step 2", "job X succeeded", "partial, no newline"]
+    assert time.monotonic() - started < 5  # a last line with no newline does not hold the follow to its cap

@@ -57,6 +57,8 @@ from dlguide_core.errors import DlguideError
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, job_dir
 
 OPTIONS_FILE = "executor.json"  # in the job folder: the options a resume submits with
+# After the store says a followed job ended: its last lines are printed just after (jobs.runner.main)
+FOLLOW_SETTLE_S, FOLLOW_SETTLE_MAX_S = 1.0, 10.0
 
 
 class SchedulerNotAnswering(DlguideError):
@@ -156,22 +158,32 @@ def is_active(job: Job) -> bool:
 
 
 def follow_file(path_of: Callable[[], Path], follow: bool, poll_s: float,
-                is_final: Callable[[], bool]) -> Iterator[str]:
+                is_final: Callable[[], bool], settle_s: float = FOLLOW_SETTLE_S) -> Iterator[str]:
     """Lines of the file `path_of()` names (it may not exist yet); with `follow`, tail it until `is_final()`
-    and then read what is left."""
-    position = 0
+    and then read what is left. A job records its ending in the store before it prints its last line
+    ("job ID succeeded") and exits, so after `is_final()` the tail goes on until the file has been quiet for
+    `settle_s` (FOLLOW_SETTLE_MAX_S at most)."""
+    position, partial = 0, 0  # bytes yielded; bytes of an unfinished last line seen (not yielded yet)
+    ended_at = quiet_since = None  # when is_final() first said so; when the file last grew after that
     while True:
-        final = is_final() if follow else True  # asked before reading: the last lines are read after the end
+        if ended_at is None and (not follow or is_final()):  # asked before reading: the last lines come after
+            ended_at = quiet_since = time.monotonic()
         try:
             with open(path_of(), "rb") as fh:
                 fh.seek(position)
                 chunk = fh.read()
         except OSError:
             chunk = b""
-        if chunk:
-            complete = chunk if final else chunk[:chunk.rfind(b"\n") + 1]
+        now, grew, partial = time.monotonic(), len(chunk) > partial, len(chunk)
+        if ended_at is not None and grew:
+            quiet_since = now
+        final = ended_at is not None and (not follow or now - quiet_since >= settle_s
+                                          or now - ended_at >= FOLLOW_SETTLE_MAX_S)
+        complete = chunk if final else chunk[:chunk.rfind(b"\n") + 1]
+        if complete:
             position += len(complete)
+            partial -= len(complete)
             yield from complete.decode("utf-8", "replace").splitlines()
         if final:
             return
-        time.sleep(poll_s)
+        time.sleep(poll_s if ended_at is None else min(poll_s, settle_s / 4))

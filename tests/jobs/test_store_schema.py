@@ -16,6 +16,7 @@ from dlguide_core.errors import StoreError
 from dlguide_core.jobs import schema
 from dlguide_core.jobs.dialect import Postgres
 from dlguide_core.jobs.store import JobStore
+from tests.support.apptest import open_app
 from tests.support.paths import ROOT
 from tests.support.v1_store import FIXTURE, JOBS
 
@@ -70,15 +71,22 @@ def test_v2_columns_are_written_and_read_back() -> None:
     assert job.to_json()["tags"] == ["c"]
 
 
-def test_a_store_newer_than_the_code_is_refused_and_left_untouched(tmp_path: Path) -> None:
+def test_a_store_newer_than_the_code_is_refused_and_left_untouched(tmp_path: Path, capsys) -> None:
+    from dlguide_core.cli.main import main
+
     store = JobStore()
-    store.create("cifar_net", "pytorch", {})
+    job = store.create("cifar_net", "pytorch", {})
     with store._tx() as db:
         db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (schema.SCHEMA_VERSION + 1, 0.0))
     store.close()
     before = store.path.read_bytes()
     with pytest.raises(StoreError, match=r"schema v3, newer than this dlguide's v2"):
         JobStore()
+    capsys.readouterr()
+    for argv in (["jobs", "list"], ["jobs", "cancel", job.id], ["store", "upgrade"]):  # the CLI: one line, exit 2
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "newer than this dlguide's v2" in err, (argv, err)
     assert store.path.read_bytes() == before and not list(store.path.parent.glob("*.bak-*"))
 
 
@@ -123,8 +131,17 @@ def test_an_old_postgresql_store_is_upgraded_only_by_the_command(postgres_server
     refused = _cli("jobs", "list")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "schema v1" in refused.stderr and "python -m dlguide_core store upgrade" in refused.stderr
+    page = open_app("pages/train.py")  # the app says so too, in one line, and upgrades nothing
+    assert not page.exception, page.exception
+    shown = [e.value for e in page.error]
+    assert len(shown) == 1 and "\n" not in shown[0].strip(), shown
+    assert "schema v1" in shown[0] and "python -m dlguide_core store upgrade" in shown[0], shown
+    assert postgres_server.password not in shown[0]
     assert json.loads(_cli("store", "info", "--json").stdout)["schema_version"] == 1
     upgraded = _cli("store", "upgrade")
     assert upgraded.returncode == 0 and "schema v2 (was v1)" in upgraded.stdout
     assert [j.id for j in JobStore().list_jobs(refresh=False)] == ["old-1"]
+    page.run()  # the open page, once the store is upgraded: the job, no error, no restart
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    assert list(page.dataframe[0].value["job"]) == ["old-1"]
     assert _cli("store", "upgrade").stdout.strip().endswith("(already current)")

@@ -53,6 +53,22 @@ def _submit(*argv: str) -> str:
     return answer["job_id"]
 
 
+# DLGUIDE_SLURM_PARTITION / _ACCOUNT / _TIME: the defaults of --partition / --account / --time
+SLURM_DEFAULTS = {"DLGUIDE_SLURM_PARTITION": "debug", "DLGUIDE_SLURM_ACCOUNT": "lab_env",
+                  "DLGUIDE_SLURM_TIME": "00:30:00"}
+
+
+def _submit_with_defaults(*argv: str) -> str:
+    with pytest.MonkeyPatch.context() as patch:
+        for var, value in SLURM_DEFAULTS.items():
+            patch.setenv(var, value)
+        return _submit(*argv)
+
+
+def _scontrol(external_id: str) -> str:
+    return subprocess.run(["scontrol", "show", "job", external_id], capture_output=True, text=True, timeout=30).stdout
+
+
 @pytest.fixture(scope="module")
 def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Submitted together, through the CLI: a tiny Inception v3 run, a 2-process torchrun run, a long run to
@@ -60,15 +76,19 @@ def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     data = str(write_toy_dataset(tmp_path_factory.mktemp("toy"), classes=3, per_class=4, val_per_class=1))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DLGUIDE_HOME", str(home))
-        return {
+        submitted = {
             "inception": _submit("--recipe", "inception_v3", "--data", data, "--image-size", "75", "--max-steps", "2",
                                  "--batch-size", "2", "--workers", "0", "--weights", "none", "--device", "cpu",
-                                 "--lr", "0.01"),
-            "ddp": _submit("--recipe", "cifar_net", "--data", data, "--max-steps", "4", "--batch-size", "2",
-                           "--workers", "0", "--device", "cpu", "--nproc-per-node", "2"),
+                                 "--lr", "0.01", "--partition", "debug", "--account", "lab_flag"),
+            "ddp": _submit_with_defaults("--recipe", "cifar_net", "--data", data, "--max-steps", "4", "--batch-size",
+                                         "2", "--workers", "0", "--device", "cpu", "--nproc-per-node", "2"),
             "cancel": _submit(*LONG, "--data", data),
             "timeout": _submit(*LONG, "--data", data, "--time", "00:01:00"),
         }
+        store = JobStore()
+        for name in ("inception", "ddp"):  # what Slurm holds for the flags and their defaults, read while it runs
+            submitted[f"scontrol {name}"] = _scontrol(store.get(submitted[name], refresh=False).external_id)
+        return submitted
 
 
 def _until_final(store: JobStore, job_id: str, timeout: float = 240) -> str:
@@ -98,7 +118,11 @@ def test_cancel_stops_a_running_slurm_job_with_a_checkpoint(jobs, capsys) -> Non
     wait_for(lambda: store.get(job_id).status == "running" and (store.last_step(job_id) or {}).get("step", 0) >= 2,
              timeout=180, what=lambda: "steps of the running job: " + _log(store, job_id))
     assert main(["jobs", "cancel", job_id]) == 0
-    assert _until_final(store, job_id) == "cancelled", store.get(job_id).error
+    capsys.readouterr()
+    assert main(["jobs", "logs", job_id, "--follow"]) == 0  # follows the batch output file until the job ends
+    followed = capsys.readouterr().out
+    assert store.get(job_id).status == "cancelled", store.get(job_id).error
+    assert f"job {job_id} cancelled" in followed, followed[-2000:]
     job = store.get(job_id)
     assert job.checkpoint and Path(job.checkpoint).is_file() and job.host and job.boot_id
     assert "JOB" in _log(store, job_id) and f"job {job_id} cancelled" in _log(store, job_id)
@@ -131,6 +155,8 @@ def test_inception_v3_job_succeeds_with_its_metrics_log_and_batch_script(jobs, c
                  f"#SBATCH --output={store.get(job_id).job_dir}/slurm-%j.out", "exec "):
         assert line in script, line
     assert "DLGUIDE_STORE_URL" not in script and "VISIBLE_DEVICES" not in script
+    assert "#SBATCH --partition=debug" in script and "#SBATCH --account=lab_flag" in script  # the flags
+    assert "Partition=debug" in jobs["scontrol inception"] and "Account=lab_flag" in jobs["scontrol inception"]
     capsys.readouterr()
     assert main(["jobs", "logs", job_id]) == 0
     assert f"job {job_id} succeeded" in capsys.readouterr().out
@@ -143,6 +169,9 @@ def test_two_process_torchrun_job_succeeds_with_one_set_of_metrics(jobs, capsys)
     script = (store.get(job_id).job_dir / "sbatch.sh").read_text()
     assert "#SBATCH --ntasks-per-node=2" in script and "srun" in script and "--rdzv-backend c10d" in script
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in script
+    for line in ("#SBATCH --partition=debug", "#SBATCH --account=lab_env", "#SBATCH --time=00:30:00"):
+        assert line in script, line  # DLGUIDE_SLURM_PARTITION / _ACCOUNT / _TIME, no flags given
+    assert "Account=lab_env" in jobs["scontrol ddp"] and "TimeLimit=00:30:00" in jobs["scontrol ddp"]
     log = get_executor("slurm").log_file(store.get(job_id)).read_text(errors="replace")
     assert "rendezvous on localhost:" in log  # the whole log: its tail may be torchrun's warnings
 

@@ -39,6 +39,11 @@ def test_two_node_job_rendezvous_across_hosts_with_a_postgresql_store(hosts, tmp
         capture_output=True, text=True, timeout=120)
     assert reader.stdout.split() == ["succeeded", "n1", "slurm", "4"], reader.stderr
     assert f"{hosts.tag}pw" not in done.stdout + done.stderr  # the store's password never in the output
+    kept = [path for path in (tmp_path / "home").rglob("*") if path.is_file()]
+    assert {"sbatch.sh", "executor.json"} <= {path.name for path in kept}, kept
+    assert any(path.name.startswith("slurm-") and path.suffix == ".out" for path in kept), kept
+    for path in kept:  # the batch script, Slurm's output, the saved options...: the URL went by environment only
+        assert f"{hosts.tag}pw".encode() not in path.read_bytes(), path
 
 
 def test_sqlite_store_with_nodes_on_other_hosts_is_named_at_submit(hosts) -> None:

@@ -1,6 +1,7 @@
 """The `ray` executor through the CLI on a real local head: `train --executor ray --ray-address URL` (without
-RAY_ADDRESS), curves in the store while it runs, `jobs cancel` (the checkpointed stop), `jobs resume` (steps
-continue), `jobs logs` (Ray's log), `jobs show --json` (executor, external_id); several nodes refused in one line."""
+RAY_ADDRESS), curves in the store while it runs, cancel (the checkpointed stop: the Train page's button, then
+`jobs cancel`), `jobs resume` (steps continue), `jobs logs [--follow]` (Ray's log), `jobs show --json` (executor,
+external_id); several nodes refused in one line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from dlguide_core.cli.main import main
 from dlguide_core.jobs.store import JobStore
+from tests.support.apptest import open_app
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 
@@ -29,7 +31,11 @@ def test_train_cancel_resume_logs_and_show_through_the_cli(ray_head, tmp_path: P
     store = JobStore()
     wait_for(lambda: store.get(job_id).status == "running" and store.last_step(job_id), timeout=120,
              what="the Ray job's first step in the store")
-    assert main(["jobs", "cancel", job_id]) == 0
+    page = open_app("pages/train.py")  # the first cancel from the Train page's button, the second from the CLI
+    assert not page.exception and list(page.dataframe[0].value["job"]) == [job_id], page.exception
+    page.button(key="train_cancel").click().run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    assert store.get(job_id).cancel_requested
     wait_for(lambda: main(["jobs", "show", job_id, "--json"]) == 0 and store.get(job_id).status == "cancelled",
              timeout=90, what="the cancelled Ray job to stop with its checkpoint")
     stopped = store.get(job_id).checkpoint_step
@@ -39,8 +45,10 @@ def test_train_cancel_resume_logs_and_show_through_the_cli(ray_head, tmp_path: P
     wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) > stopped, timeout=120,
              what="the resumed run's steps past the checkpoint")
     assert main(["jobs", "cancel", job_id]) == 0
-    wait_for(lambda: main(["jobs", "show", job_id, "--json"]) == 0 and store.get(job_id).status == "cancelled",
-             timeout=90, what="the resumed job to stop")
+    capsys.readouterr()
+    assert main(["jobs", "logs", job_id, "--follow"]) == 0  # Ray's job log, followed until the job ends
+    followed = capsys.readouterr().out
+    assert store.get(job_id).status == "cancelled" and f"job {job_id} cancelled" in followed, followed[-2000:]
     steps = store.steps(job_id)["step"]
     assert steps == list(range(1, len(steps) + 1)) and steps[-1] > stopped  # continued, no gap, no repeat
     capsys.readouterr()

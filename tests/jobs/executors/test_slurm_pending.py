@@ -1,5 +1,5 @@
-"""A Slurm job that waits: its pending reason reaches `jobs show` (and the Train page's note), and cancelling
-it while pending ends it at once, in Slurm too."""
+"""A Slurm job that waits: its pending reason reaches `jobs show` and the Train page's note, and cancelling it
+while pending (the page's Cancel button) ends it at once, in Slurm too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from dlguide_core.cli.main import main
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.store import JobStore
+from tests.support.apptest import open_app
 from tests.support.paths import ROOT
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
@@ -40,7 +41,12 @@ def test_pending_reason_is_shown_and_cancel_while_pending(slurm_cluster, tmp_pat
         capsys.readouterr()
         assert main(["jobs", "show", job_id]) == 0
         assert "Slurm: waiting for resources" in capsys.readouterr().out
-        assert main(["jobs", "cancel", job_id]) == 0
+        page = open_app("pages/train.py")  # the Train page: the reason in the job's note; its Cancel button
+        assert not page.exception, page.exception
+        table = page.dataframe[0].value
+        assert list(table["job"]) == [job_id] and list(table["note"]) == ["Slurm: waiting for resources"]
+        page.button(key="train_cancel").click().run()
+        assert not page.exception and not page.error, [e.value for e in page.error]
         assert store.get(job_id).status == "cancelled"
         external = store.get(job_id).external_id
         assert "CANCELLED" in slurm_cluster.command("squeue", "-h", "-t", "all", "-j", external, "-o", "%T")

@@ -1,7 +1,7 @@
-"""The `ray` executor through the CLI on a real local head: `train --executor ray --ray-address URL` (without
-RAY_ADDRESS), curves in the store while it runs, cancel (the checkpointed stop: the Train page's button, then
-`jobs cancel`), `jobs resume` (steps continue), `jobs logs [--follow]` (Ray's log), `jobs show --json` (executor,
-external_id); several nodes refused in one line."""
+"""The `ray` executor through the CLI and the Train page on a real local head: `train --executor ray --ray-address
+URL` (without RAY_ADDRESS), curves in the store while it runs, cancel (the checkpointed stop: the page's button,
+then `jobs cancel`), resume from the page's button (steps continue), `jobs logs [--follow]` (Ray's log),
+`jobs show --json` (executor, external_id); several nodes refused in one line."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_train_cancel_resume_logs_and_show_through_the_cli(ray_head, tmp_path: P
     store = JobStore()
     wait_for(lambda: store.get(job_id).status == "running" and store.last_step(job_id), timeout=120,
              what="the Ray job's first step in the store")
-    page = open_app("pages/train.py")  # the first cancel from the Train page's button, the second from the CLI
+    page = open_app("pages/train.py")  # the first cancel and the resume from the Train page, the second by the CLI
     assert not page.exception and list(page.dataframe[0].value["job"]) == [job_id], page.exception
     page.button(key="train_cancel").click().run()
     assert not page.exception and not page.error, [e.value for e in page.error]
@@ -40,8 +40,11 @@ def test_train_cancel_resume_logs_and_show_through_the_cli(ray_head, tmp_path: P
              timeout=90, what="the cancelled Ray job to stop with its checkpoint")
     stopped = store.get(job_id).checkpoint_step
     assert stopped, "a cancelled job keeps a checkpoint"
-    capsys.readouterr()
-    assert main(["jobs", "resume", job_id, "--detach"]) == 0
+    first = store.get(job_id).external_id
+    page.run()  # the page, the job now cancelled: its Resume button (`jobs resume` is tested on Slurm)
+    page.button(key="train_resume").click().run()
+    assert not page.exception and not page.error, [e.value for e in page.error]
+    assert store.get(job_id).external_id not in (None, first)  # a new Ray submission
     wait_for(lambda: (store.last_step(job_id) or {}).get("step", 0) > stopped, timeout=120,
              what="the resumed run's steps past the checkpoint")
     assert main(["jobs", "cancel", job_id]) == 0

@@ -107,8 +107,9 @@ def start_head(num_cpus: int = 2, extra_env: dict[str, str] | None = None) -> Ra
     head = RayHead(f"http://{LOOPBACK}:{ports['dashboard-port']}", ports["port"], temp_dir, proc.pid, 0.0)
     code = proc.wait(timeout=START_TIMEOUT_S)
     if code != 0:
+        said = log.read_text(errors="replace")[-2000:]  # before stop_head removes the temp dir, log included
         stop_head(head)
-        raise RuntimeError(f"ray start exited {code}: {log.read_text(errors='replace')[-2000:]}")
+        raise RuntimeError(f"ray start exited {code}: {said}")
     _wait_job_api(head, began + START_TIMEOUT_S)
     return RayHead(head.address, head.gcs_port, temp_dir, proc.pid, time.monotonic() - began)
 

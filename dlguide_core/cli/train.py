@@ -19,9 +19,9 @@ from dlguide_core.errors import DistributedError
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
+from dlguide_core.tf.configs import TENSORFLOW_RECIPES
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS, RDZV_BY_SCHEDULER, ConfigError
 from dlguide_core.training.sinks import ConsoleSink
-from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # CLI flag -> config field; None values keep the recipe's (the guide's) default.

@@ -1,7 +1,7 @@
 """The guide's two TensorFlow case studies: their recipe names and configs (the guide's defaults).
 
-`tf_fashion_mnist` (basic image classification, training/tf_fashion_mnist.py) and
-`tf_text_classification` (IMDB sentiment, training/tf_text.py) run as jobs exactly like the PyTorch
+`tf_fashion_mnist` (basic image classification, tf/fashion_mnist.py) and
+`tf_text_classification` (IMDB sentiment, tf/text.py) run as jobs exactly like the PyTorch
 recipes. Nothing here imports TensorFlow: `dlguide_core.jobs.catalog` registers their recipes
 when TensorFlow is installed, and names TENSORFLOW_RECIPES to say why they are missing when it is not.
 """

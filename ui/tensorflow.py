@@ -191,19 +191,21 @@ def _tf_data_choice(recipe: str) -> str | None:
         return None
 
 
-def _tf_field_input(recipe: str, field, default, column):
-    """One number input per config field, typed by its default (max_steps: 0 means no limit)."""
+def _tf_field_input(recipe: str, config_cls: type, field, default, column):
+    """One input per config field, its label and range read from the field's declaration (training/fields.py);
+    max_steps: 0 means no limit."""
+    from dlguide_core.training.fields import DEVICE_CHOICES, spec_of
     from ui.field_help import field_help
 
-    key, tip = f"train_tf_{recipe}_{field.name}", field_help(field.name)
-    label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
+    key, tip, spec = f"train_tf_{recipe}_{field.name}", field_help(field.name), spec_of(config_cls, field.name)
     if field.name == "device":
-        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key, help=tip)
+        return column.selectbox("Device", list(DEVICE_CHOICES), key=key, help=tip)
     if field.name == "max_steps":
         return column.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0, key=key, help=tip) or None
-    if isinstance(default, float):
-        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key, help=tip)
-    return column.number_input(label, 0, 10_000_000, default, key=key, help=tip)
+    label = spec.label.capitalize()
+    if isinstance(default, float):  # an open end is refused by the config, naming the range
+        return column.number_input(label, float(spec.low), float(spec.high), default, format="%.4f", key=key, help=tip)
+    return column.number_input(label, int(spec.low), int(spec.high), default, key=key, help=tip)
 
 
 def tf_recipe_form(store, name: str, recipe):
@@ -227,7 +229,8 @@ def tf_recipe_form(store, name: str, recipe):
     with st.form(f"train_tf_form_{name}"):
         columns = st.columns(4)
         fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
-        values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
+        values = {f.name: _tf_field_input(name, recipe.config_cls, f, getattr(defaults, f.name),
+                                           columns[i % 4])
                   for i, f in enumerate(fields)}
         st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dlguide_core.data.fashion_mnist import find_fashion_folders
 from dlguide_core.data.imdb import find_imdb_trees
-from dlguide_core.training.configs import ConfigError
+from dlguide_core.training.fields import MAX_STEPS, check_fields, device_field, number, whole
 
 FASHION_RECIPE, TEXT_RECIPE = "tf_fashion_mnist", "tf_text_classification"
 # Registered only when TensorFlow is installed; named here so the CLI and the job runner can say why
@@ -22,27 +21,22 @@ FASHION_RECIPE, TEXT_RECIPE = "tf_fashion_mnist", "tf_text_classification"
 TENSORFLOW_RECIPES = (FASHION_RECIPE, TEXT_RECIPE)
 
 
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigError(message)
-
-
 @dataclass(frozen=True)
 class FashionMnistConfig:
     """Flatten(28x28) -> Dense 128 relu -> Dense 10; Adam; 10 epochs (Keras' default batch of 32)."""
 
+    # Ranges and the device rule declared in the fields' metadata (training/fields.py), like the PyTorch recipes'.
     data: str = ""  # a folder with the four idx .gz files; "" = keras.datasets (online)
-    epochs: int = 10
-    batch_size: int = 32
-    lr: float = 0.001  # Adam's default, as the guide leaves it
-    hidden_units: int = 128
-    max_steps: int | None = None  # stop (successfully) after this many global steps
-    seed: int = 0
-    device: str = "auto"  # auto (a GPU when TensorFlow sees one), cpu, cuda or cuda:N (a GPU, required)
+    epochs: int = whole(10, "epochs", 1, 10_000)
+    batch_size: int = whole(32, "batch size", 1, 65_536)
+    lr: float = number(0.001, "learning rate", 0.0, 10.0, low_open=True)  # Adam's default, as the guide leaves it
+    hidden_units: int = whole(128, "hidden units", 1, 65_536)
+    max_steps: int | None = whole(None, "max steps", 1, MAX_STEPS)  # stop (successfully) after this many steps
+    seed: int = whole(0, "seed", 0, 2**32 - 1)
+    device: str = device_field()  # auto (a GPU when TensorFlow sees one), cpu, cuda or cuda:N (a GPU, required)
 
     def __post_init__(self) -> None:
-        _check_common(self)
-        _check(self.hidden_units >= 1, "hidden units must be at least 1")
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -50,34 +44,20 @@ class TextClassificationConfig:
     """The IMDB pipeline: TextVectorization(10k, 250) -> Embedding 16 -> pooling -> Dense 1."""
 
     data: str = ""  # an aclImdb/ tree (or its parent); "" = the cached or downloaded one
-    epochs: int = 10
-    batch_size: int = 32
-    lr: float = 0.001
-    validation_split: float = 0.2
-    seed: int = 42  # the split's seed, as in the guide
-    max_tokens: int = 10_000
-    sequence_length: int = 250
-    embedding_dim: int = 16
-    dropout: float = 0.2
-    max_steps: int | None = None
-    device: str = "auto"
+    epochs: int = whole(10, "epochs", 1, 10_000)
+    batch_size: int = whole(32, "batch size", 1, 65_536)
+    lr: float = number(0.001, "learning rate", 0.0, 10.0, low_open=True)
+    validation_split: float = number(0.2, "validation split", 0.0, 1.0, low_open=True, high_open=True)
+    seed: int = whole(42, "seed", 0, 2**32 - 1)  # the split's seed, as in the guide
+    max_tokens: int = whole(10_000, "max tokens", 2, 1_000_000)
+    sequence_length: int = whole(250, "sequence length", 1, 100_000)
+    embedding_dim: int = whole(16, "embedding dim", 1, 65_536)
+    dropout: float = number(0.2, "dropout", 0.0, 1.0, high_open=True)
+    max_steps: int | None = whole(None, "max steps", 1, MAX_STEPS)
+    device: str = device_field()
 
     def __post_init__(self) -> None:
-        _check_common(self)
-        _check(0.0 < self.validation_split < 1.0, "validation split must be between 0 and 1")
-        _check(self.max_tokens >= 2 and self.sequence_length >= 1, "max tokens >= 2 and sequence length >= 1")
-        _check(self.embedding_dim >= 1, "embedding dim must be at least 1")
-        _check(0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)")
-
-
-def _check_common(cfg: Any) -> None:
-    _check(cfg.epochs >= 1, "epochs must be at least 1")
-    _check(cfg.batch_size >= 1, "batch size must be at least 1")
-    _check(cfg.lr > 0, "learning rate must be positive")
-    _check(cfg.max_steps is None or cfg.max_steps >= 1, "max steps must be at least 1")
-    base, _, index = cfg.device.partition(":")
-    _check(base in ("auto", "cpu", "cuda") and (not index or (base == "cuda" and index.isdigit())),
-           "device must be auto, cpu, cuda or cuda:N for the TensorFlow recipes")
+        check_fields(self)
 
 
 def local_datasets(recipe: str, roots: list[Path]) -> list[Path]:

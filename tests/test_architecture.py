@@ -413,3 +413,26 @@ def test_tests_mirror_the_package():
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert subpackages <= folders, f"no tests/<name>/ for {sorted(subpackages - folders)}"
     assert folders - subpackages <= {"pages", "ui", "served", "support"}, sorted(folders - subpackages)
+
+
+def test_the_cli_parses_and_prints_and_runs_no_process_itself():
+    """docs/ARCHITECTURE.md: cli/ is argparse only. Claiming, starting and supervising a job's processes (Popen,
+    signals) is the jobs layer's (jobs.foreground, issue 23)."""
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE / "cli").items() for t in targets
+                       if t in ("subprocess", "signal", "multiprocessing", "threading"))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_device_choices_are_spelled_only_where_they_are_declared():
+    """("auto", "cpu", "cuda") lives in training/fields.py (DEVICE_CHOICES, with the one device rule); forms and
+    flags read it from there (issue 23 found it typed out in 4 places)."""
+    declared = CORE / "training" / "fields.py"
+    offenders = []
+    for path in [*CORE.rglob("*.py"), *UI, *PAGES]:
+        if path == declared:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List)) and [getattr(e, "value", None) for e in node.elts] == [
+                    "auto", "cpu", "cuda"]:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, offenders

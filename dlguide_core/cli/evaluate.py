@@ -22,6 +22,7 @@ from dlguide_core.cli.common import (
     positive_int,
 )
 from dlguide_core.jobs.evaluation_job import EvaluateConfig
+from dlguide_core.training.fields import device_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
     args.data = str(data)
+    if args.device is not None and (problem := device_problem(args.device)):  # the one device rule, inline too
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.detach:
         return _detach(args)
     from dlguide_core.evaluation import EvaluationError, evaluate_model

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from dlguide_core.cli.common import add_field_flags, dataset_path, field_values
 from dlguide_core.errors import DistributedError
-from dlguide_core.jobs import queue
+from dlguide_core.jobs import foreground, queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
 from dlguide_core.tf.configs import TENSORFLOW_RECIPES
@@ -92,17 +89,7 @@ def join_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     data = str(dataset_path(args.data))
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
-    return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(launch.torchrun_command(spec, data=data))) == 0 \
-        else EXIT_FAILED
-
-
-def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
-    # Ctrl-C reaches torchrun and its workers too (same terminal): they stop with a checkpoint; we wait.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        return proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    return EXIT_OK if foreground.join(launch.torchrun_command(spec, data=data)) == 0 else EXIT_FAILED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
               f"follow it with `python -m dlguide_core jobs show {job.id}`")
         return EXIT_OK
-    # created running in this process: no dispatcher can take it meanwhile
-    job = queue.submit(store, args.recipe, cfg, start=False, claim_pid=os.getpid())
+    job = foreground.start(store, args.recipe, cfg)  # running in this process: no dispatcher can take it
     return run_foreground(store, job.id, args.json)
 
 
@@ -176,10 +162,9 @@ def submit_elsewhere(args: argparse.Namespace) -> int:
 
 
 def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
-    """Run a job created (or resumed) running in this process, or under torchrun for N processes
-    (Ctrl-C cancels it with a checkpoint)."""
+    """Run a job created (or resumed) running in this process (jobs.foreground: here, or under torchrun for N
+    processes; Ctrl-C cancels it with a checkpoint), saying where it logs and how it ended."""
     from dlguide_core.jobs.launch import describe_batch
-    from dlguide_core.jobs.runner import run_job
 
     job = store.get(job_id, refresh=False)  # created (or resumed) running in this process
     print(f"job {job_id}: log and checkpoint in {job_dir(job_id)}", file=sys.stderr)
@@ -187,11 +172,7 @@ def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
         batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),
                                int(job.config.get("nnodes", 1)))
         print(f"job {job_id}: {batch}", file=sys.stderr)
-    command = queue.job_command(job)
-    if command[2] == "torch.distributed.run":
-        status = _run_torchrun(store, job_id, command)
-    else:
-        status = run_job(store, job_id, ConsoleSink(every=10))
+    status = foreground.run(store, job_id, ConsoleSink(every=10))
     job = store.get(job_id, refresh=False)
     if as_json:
         print(json.dumps({"job_id": job_id, "status": status, "error": job.error, "checkpoint": job.checkpoint}))
@@ -199,13 +180,3 @@ def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
         print(f"job {job_id} {status}" + (f": {job.error}" if job.error else "")
               + (f"; checkpoint {job.checkpoint}" if job.checkpoint else ""))
     return EXIT_OK if status == "succeeded" else EXIT_FAILED
-
-
-def _run_torchrun(store: JobStore, job_id: str, command: list[str]) -> str:
-    proc = subprocess.Popen(command)
-    store.set_pid(job_id, proc.pid)  # the job's process is torchrun's agent, as for a detached job
-    code = _wait_ignoring_ctrl_c(proc)
-    job = store.get(job_id, refresh=False)
-    if job.status == "running":  # the agent ended and no writer rank recorded an ending
-        store.finish(job_id, "interrupted", f"torchrun exited with code {code} before the job finished")
-    return store.get(job_id, refresh=False).status

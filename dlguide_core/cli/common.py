@@ -70,10 +70,11 @@ def add_field_flags(parser: Any, config_cls: type, names: Iterable[str], *, fiel
         flag = spec.flag if spec else None
         if flag is None:
             raise TypeError(f"{config_cls.__name__}.{name} declares no CLI flag")
-        switch = fields[name].type == "bool"
+        annotation = str(fields[name].type)  # the annotation's text (`from __future__ import annotations`)
+        switch = annotation == "bool"
         described = {"help": flag.help, "metavar": flag.metavar, "choices": flag.choices,
-                     "type": None if switch else _FLAG_TYPES.get(fields[name].type)}
-        options = {k: v for k, v in described.items() if v is not None}
+                     "type": None if switch else _FLAG_TYPES.get(annotation)}
+        options: dict[str, Any] = {k: v for k, v in described.items() if v is not None}
         options["default"] = fields[name].default if field_default else None  # a switch not given: None too
         if switch:
             options["action"] = "store_true"

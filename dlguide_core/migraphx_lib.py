@@ -60,7 +60,7 @@ _FOUND: dict[int, tuple[ModuleType, Lookup]] = {}  # modules loaded from a fallb
 
 # MIGraphX and TensorFlow each register protobuf descriptors of the same ONNX/TF protos: loading MIGraphX
 # after TensorFlow aborts the whole process (a C++ CHECK in AddDescriptors), the other order works. The
-# TensorFlow runtime therefore loads MIGraphX first (tensorflow_runtime.import_tensorflow), and a late
+# TensorFlow runtime therefore loads MIGraphX first (tf.runtime.import_tensorflow), and a late
 # load refuses instead of taking the process (an app server: every visitor) down.
 TENSORFLOW_FIRST = ("MIGraphX cannot load in a process that has already loaded TensorFlow (their protobuf "
                     "registrations clash and the process would abort); restart it, MIGraphX loads first then")

@@ -171,11 +171,12 @@ def test_every_served_entry_goes_through_the_launcher():
 LAYERS = {  # subpackage -> the subpackages it must never import (the arrows point one way)
     "vision": {"training", "jobs", "data", "inference"},  # data may use vision.presets, never the other way
     "data": {"training", "jobs"},
-    "training": {"jobs", "inference"},  # the loop reports through a sink; the store is the job process's business
+    "training": {"jobs", "inference", "tf"},  # the loop reports through a sink; the store is the job process's business
+    "tf": {"jobs", "inference"},  # the TensorFlow recipes: a layer beside training (issue 23)
     "inference": {"training", "jobs", "data"},
 }
-BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
-        "tensorflow_runtime")  # the bottom layer
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells")  # the bottom layer
+BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300
 # The modules of the flat layout (before issue 11) that moved: nothing may name them any more.
@@ -183,7 +184,7 @@ OLD_MODULES = (
     "images", "presets", "models", "checkpoints", "classify", "gradcam", "samples", "result_files", "export",
     "backend_base", "backend_migraphx", "backends", "benchmark", "datasets", "tf_data", "recipes", "sinks",
     "metrics", "diagnostics", "training", "distributed", "tf_recipes", "tensorboard_export", "launch", "jobs",
-    "job_runner", "comparison", "evaluation_job", "kiosk",
+    "job_runner", "comparison", "evaluation_job", "kiosk", "tensorflow_runtime",
 )
 
 
@@ -301,11 +302,20 @@ def test_layers_import_only_downward(layer):
 
 def test_base_modules_import_only_base_modules():
     base = {f"dlguide_core.{b}" for b in BASE if (CORE / f"{b}.py").is_file()}
+    base |= {f"dlguide_core.{b}" for b in BASE_IN_PACKAGES if _is_module(f"dlguide_core.{b}")}
     assert {"dlguide_core.settings", "dlguide_core.errors"} <= base, "the base modules moved: update BASE"
     graph = _import_graph(CORE)
     offenders = sorted(f"{m} imports {t}" for m in base for t in graph[m]
                        if _inside(t, "dlguide_core") and t not in base | {"dlguide_core"})
     assert not offenders, "base modules import no subpackage nor higher module:\n" + "\n".join(offenders)
+
+
+def test_data_uses_only_the_tensorflow_runtime_of_the_tf_package():
+    """data/ loads keras.datasets through tf.runtime (a base module); the TensorFlow recipes import data, never
+    the other way (issue 23)."""
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE / "data").items() for t in targets
+                       if _inside(t, "dlguide_core.tf") and t.removeprefix("dlguide_core.") not in BASE_IN_PACKAGES)
+    assert not offenders, "\n".join(offenders)
 
 
 def test_the_top_level_clients_are_imported_only_from_above():
@@ -403,3 +413,26 @@ def test_tests_mirror_the_package():
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert subpackages <= folders, f"no tests/<name>/ for {sorted(subpackages - folders)}"
     assert folders - subpackages <= {"pages", "ui", "served", "support"}, sorted(folders - subpackages)
+
+
+def test_the_cli_parses_and_prints_and_runs_no_process_itself():
+    """docs/ARCHITECTURE.md: cli/ is argparse only. Claiming, starting and supervising a job's processes (Popen,
+    signals) is the jobs layer's (jobs.foreground, issue 23)."""
+    offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE / "cli").items() for t in targets
+                       if t in ("subprocess", "signal", "multiprocessing", "threading"))
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_device_choices_are_spelled_only_where_they_are_declared():
+    """("auto", "cpu", "cuda") lives in training/fields.py (DEVICE_CHOICES, with the one device rule); forms and
+    flags read it from there (issue 23 found it typed out in 4 places)."""
+    declared = CORE / "training" / "fields.py"
+    offenders = []
+    for path in [*CORE.rglob("*.py"), *UI, *PAGES]:
+        if path == declared:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List)) and [getattr(e, "value", None) for e in node.elts] == [
+                    "auto", "cpu", "cuda"]:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, offenders

@@ -162,7 +162,7 @@ print(json.dumps(migraphx_lib.status()))
 """
 
 
-THROUGH_OUR_RUNTIME = "from dlguide_core.tensorflow_runtime import import_tensorflow; import_tensorflow('cpu')"
+THROUGH_OUR_RUNTIME = "from dlguide_core.tf.runtime import import_tensorflow; import_tensorflow('cpu')"
 
 
 @pytest.mark.slow

@@ -58,7 +58,7 @@ def get_model(weights: str) -> LoadedModel:
 @st.cache_resource(show_spinner="Loading the TensorFlow model…", max_entries=4)
 def cached_tf_model(path: str, version: float):
     """One Keras model per file (and mtime, so a rewritten file reloads); never mutated after caching."""
-    from dlguide_core.training.tf_inference import load_tf_model
+    from dlguide_core.tf.inference import load_tf_model
 
     return load_tf_model(path)
 

@@ -67,7 +67,7 @@ def fashion_predictions_figure(samples: list[dict], class_names: list[str], cols
 
 def _pick_tf_model(recipe: str, key: str):
     """A selectbox over the succeeded jobs of `recipe`, or an info box and None."""
-    from dlguide_core.training.tf_inference import finished_models
+    from dlguide_core.tf.inference import finished_models
 
     infos = finished_models(app_job_store().list_jobs(), recipe)  # the cached store, not a new one
     if not infos:
@@ -81,8 +81,8 @@ def _pick_tf_model(recipe: str, key: str):
 def fashion_classify_tab(key: str = "tf_fashion") -> None:
     """A finished tf_fashion_mnist job: the guide's test-image grid, then an uploaded garment."""
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_configs import FASHION_RECIPE
-    from dlguide_core.training.tf_inference import classify_clothing, clothing_input
+    from dlguide_core.tf.configs import FASHION_RECIPE
+    from dlguide_core.tf.inference import classify_clothing, clothing_input
     from dlguide_core.vision.images import UPLOAD_TYPES
 
     info = _pick_tf_model(FASHION_RECIPE, f"{key}_job")
@@ -109,9 +109,9 @@ def fashion_classify_tab(key: str = "tf_fashion") -> None:
 def review_classify_tab(key: str = "tf_review") -> None:
     """A finished tf_text_classification job: typed reviews -> probability they are positive."""
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_configs import TEXT_RECIPE
-    from dlguide_core.training.tf_inference import classify_reviews
-    from dlguide_core.training.tf_text import GUIDE_REVIEWS
+    from dlguide_core.tf.configs import TEXT_RECIPE
+    from dlguide_core.tf.inference import classify_reviews
+    from dlguide_core.tf.text import GUIDE_REVIEWS
 
     info = _pick_tf_model(TEXT_RECIPE, f"{key}_job")
     if info is None:
@@ -135,7 +135,7 @@ def review_classify_tab(key: str = "tf_review") -> None:
 
 def tf_classify_tab(kind: str, key: str) -> None:
     """One TensorFlow model kind on the Classify page ("fashion" or "review"); says why when TF is missing."""
-    from dlguide_core.tensorflow_runtime import tensorflow_status
+    from dlguide_core.tf.runtime import tensorflow_status
 
     status = tensorflow_status()
     if not status.available:
@@ -154,7 +154,7 @@ TF_DOWNLOAD = "(download it now: needs the internet)"
 def tf_local_copies(recipe: str) -> list[str]:
     """The local copies of `recipe`'s data in the data roots (idx folders, aclImdb trees)."""
     from dlguide_core import settings
-    from dlguide_core.training.tf_configs import local_datasets
+    from dlguide_core.tf.configs import local_datasets
 
     return [str(p) for p in local_datasets(recipe, settings.data_roots())]
 
@@ -167,7 +167,7 @@ def _tf_data_choice(recipe: str) -> str | None:
     from dlguide_core.data.imdb import IMDB_URL
     from dlguide_core.downloads import offline
     from dlguide_core.errors import DlguideError
-    from dlguide_core.training.tf_configs import FASHION_RECIPE
+    from dlguide_core.tf.configs import FASHION_RECIPE
 
     roots = settings.data_roots()
     found = tf_local_copies(recipe)
@@ -191,19 +191,21 @@ def _tf_data_choice(recipe: str) -> str | None:
         return None
 
 
-def _tf_field_input(recipe: str, field, default, column):
-    """One number input per config field, typed by its default (max_steps: 0 means no limit)."""
+def _tf_field_input(recipe: str, config_cls: type, field, default, column):
+    """One input per config field, its label and range read from the field's declaration (training/fields.py);
+    max_steps: 0 means no limit."""
+    from dlguide_core.training.fields import DEVICE_CHOICES, spec_of
     from ui.field_help import field_help
 
-    key, tip = f"train_tf_{recipe}_{field.name}", field_help(field.name)
-    label = "Learning rate" if field.name == "lr" else field.name.replace("_", " ").capitalize()
+    key, tip, spec = f"train_tf_{recipe}_{field.name}", field_help(field.name), spec_of(config_cls, field.name)
     if field.name == "device":
-        return column.selectbox("Device", ["auto", "cpu", "cuda"], key=key, help=tip)
+        return column.selectbox("Device", list(DEVICE_CHOICES), key=key, help=tip)
     if field.name == "max_steps":
         return column.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0, key=key, help=tip) or None
-    if isinstance(default, float):
-        return column.number_input(label, 0.0, 10.0, default, format="%.4f", key=key, help=tip)
-    return column.number_input(label, 0, 10_000_000, default, key=key, help=tip)
+    label = spec.label.capitalize()
+    if isinstance(default, float):  # an open end is refused by the config, naming the range
+        return column.number_input(label, float(spec.low), float(spec.high), default, format="%.4f", key=key, help=tip)
+    return column.number_input(label, int(spec.low), int(spec.high), default, key=key, help=tip)
 
 
 def tf_recipe_form(store, name: str, recipe):
@@ -213,7 +215,7 @@ def tf_recipe_form(store, name: str, recipe):
 
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
-    from dlguide_core.tensorflow_runtime import tensorflow_status
+    from dlguide_core.tf.runtime import tensorflow_status
     from ui.field_help import MAX_STEPS_RULE
 
     status = tensorflow_status()
@@ -227,7 +229,8 @@ def tf_recipe_form(store, name: str, recipe):
     with st.form(f"train_tf_form_{name}"):
         columns = st.columns(4)
         fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
-        values = {f.name: _tf_field_input(name, f, getattr(defaults, f.name), columns[i % 4])
+        values = {f.name: _tf_field_input(name, recipe.config_cls, f, getattr(defaults, f.name),
+                                           columns[i % 4])
                   for i, f in enumerate(fields)}
         st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")

@@ -18,6 +18,7 @@ from dlguide_core.jobs import launch
 from dlguide_core.jobs.catalog import recipes
 from dlguide_core.jobs.store import Job
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS
+from dlguide_core.training.fields import DEVICE_CHOICES
 from dlguide_core.vision.models import job_checkpoints
 from ui.auth import current_user
 from ui.dataset_picker import datasets_in_roots, pick_dataset
@@ -150,7 +151,7 @@ def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> J
                                     help=field_help("weights")),
             "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers",
                                        help=field_help("workers")),
-            "device": c4.selectbox("Device", ["auto", "cpu", "cuda"], key=f"train_{name}_device",
+            "device": c4.selectbox("Device", list(DEVICE_CHOICES), key=f"train_{name}_device",
                                    help=field_help("device")),
             "label_smoothing": c1.number_input("Label smoothing", 0.0, 0.99, d.label_smoothing,
                                                key=f"train_{name}_smoothing", help=field_help("label_smoothing")),

@@ -8,12 +8,15 @@ Exit codes (a contract other tools rely on): 0 success, 1 some work failed,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from dlguide_core import settings
+from dlguide_core.training.fields import spec_of
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS = 0, 1, 2, 3
 
@@ -50,3 +53,39 @@ def download_progress(what: str) -> Callable[[int, int], None] | None:
         print(f"\rdownloading {what} {pct}", end="", file=sys.stderr, flush=True)
 
     return show
+
+
+_FLAG_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "int | None": int, "float": float}
+
+
+def add_field_flags(parser: Any, config_cls: type, names: Iterable[str], *, field_default: bool = False,
+                    **argparse_options: Any) -> None:
+    """`--name-with-dashes` for each config field in `names`, generated from the field's declaration
+    (training/fields.py): metavar, help, choices, its type (a bool field is a switch). Left out, a flag is None,
+    so the recipe keeps its own default, unless `field_default` (the field's default). `argparse_options` are
+    argparse's own (required, a parse-time type) for every one of them."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    for name in names:
+        spec = spec_of(config_cls, name)
+        flag = spec.flag if spec else None
+        if flag is None:
+            raise TypeError(f"{config_cls.__name__}.{name} declares no CLI flag")
+        annotation = str(fields[name].type)  # the annotation's text (`from __future__ import annotations`)
+        switch = annotation == "bool"
+        described = {"help": flag.help, "metavar": flag.metavar, "choices": flag.choices,
+                     "type": None if switch else _FLAG_TYPES.get(annotation)}
+        options: dict[str, Any] = {k: v for k, v in described.items() if v is not None}
+        options["default"] = fields[name].default if field_default else None  # a switch not given: None too
+        if switch:
+            options["action"] = "store_true"
+        parser.add_argument(f"--{name.replace('_', '-')}", **options | argparse_options)
+
+
+def field_values(config_cls: type, names: Iterable[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The flags' values as config values (a flag word mapped through its declaration's `values`; None: not given)."""
+    values = {}
+    for name in names:
+        value, spec = getattr(args, name), spec_of(config_cls, name)
+        mapping = spec.flag.values if spec and spec.flag else None
+        values[name] = mapping[value] if mapping and value is not None else value
+    return values

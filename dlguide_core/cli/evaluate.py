@@ -13,20 +13,25 @@ import json
 import sys
 from pathlib import Path
 
-from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, dataset_path, download_progress, positive_int
+from dlguide_core.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_field_flags,
+    dataset_path,
+    download_progress,
+    positive_int,
+)
+from dlguide_core.jobs.evaluation_job import EvaluateConfig
+from dlguide_core.training.fields import device_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("evaluate", help="top-1/top-5, per-class accuracy and the confusion matrix on a split")
-    p.add_argument("--weights", required=True, metavar="{imagenet,PATH}",
-                   help="imagenet (scored on ImageNet-synset data such as tiny-imagenet: a restricted-label score) "
-                        "or a dlguide checkpoint PATH")
-    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder holding SPLIT/<class>/ images")
-    p.add_argument("--split", default="val", help="the folder under DIR to score (default: val)")
-    p.add_argument("--batch-size", type=positive_int, default=32, metavar="B")
-    p.add_argument("--limit", type=positive_int, default=None, metavar="N",
-                   help="score N images spread evenly over the split (every class keeps its share)")
-    p.add_argument("--device", default=None, help="torch device (default: best available)")
+    # The flags are generated from EvaluateConfig's field declarations (dlguide_core/jobs/evaluation_job.py).
+    add_field_flags(p, EvaluateConfig, ("weights", "data"), required=True)
+    add_field_flags(p, EvaluateConfig, ("split",), field_default=True)
+    add_field_flags(p, EvaluateConfig, ("batch_size", "limit"), field_default=True, type=positive_int)
+    add_field_flags(p, EvaluateConfig, ("device",))  # left out: the best device available (the job's: auto)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--detach", action="store_true",
                    help="queue it as a background job and return at once (result: `jobs show ID`)")
@@ -46,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.data} is not a folder", file=sys.stderr)
         return EXIT_USAGE
     args.data = str(data)
+    if args.device is not None and (problem := device_problem(args.device)):  # the one device rule, inline too
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.detach:
         return _detach(args)
     from dlguide_core.evaluation import EvaluationError, evaluate_model
@@ -69,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 def _detach(args: argparse.Namespace) -> int:
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
-    from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE, EvaluateConfig
+    from dlguide_core.jobs.evaluation_job import EVALUATE_RECIPE
     from dlguide_core.jobs.store import open_store
 
     if not (Path(args.data) / args.split).is_dir():

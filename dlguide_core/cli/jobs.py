@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
-from dlguide_core.jobs import queue
+from dlguide_core.jobs import foreground, queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
@@ -162,7 +161,7 @@ def _resume(store: JobStore, args: argparse.Namespace) -> int:
         print(f"job {job.id} resumed on {name} as {job.external_id}", file=sys.stderr)
         return follow_to_end(store, job.id, as_json=False) if not args.detach else 0
     if not args.detach:  # running in this process at once: no dispatcher can take it
-        job = store.prepare_resume(args.id, claim_pid=os.getpid())
+        job = foreground.resume(store, args.id)
         audit(owned, actor, "resume")
         return run_foreground(store, job.id, as_json=False)
     job = queue.resume(store, args.id)

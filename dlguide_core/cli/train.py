@@ -8,25 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-from dlguide_core.cli.common import dataset_path
+from dlguide_core.cli.common import add_field_flags, dataset_path, field_values
 from dlguide_core.errors import DistributedError
-from dlguide_core.jobs import queue
+from dlguide_core.jobs import foreground, queue
 from dlguide_core.jobs.catalog import get_recipe, recipes
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
-from dlguide_core.training.configs import AMP_DTYPE_FLAGS, RDZV_BY_SCHEDULER, ConfigError
+from dlguide_core.tf.configs import TENSORFLOW_RECIPES
+from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError, TrainConfig
 from dlguide_core.training.sinks import ConsoleSink
-from dlguide_core.training.tf_configs import TENSORFLOW_RECIPES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-# CLI flag -> config field; None values keep the recipe's (the guide's) default.
-FIELDS = ("epochs", "batch_size", "lr", "image_size", "max_steps", "weights", "workers", "device",
-          "label_smoothing", "seed", "nproc_per_node", "nnodes", "rdzv_endpoint", "max_restarts")
+# The config fields offered as flags, in --help's order; each flag is generated from its field's declaration
+# (training/configs.py). A flag left out is None: the recipe keeps its (the guide's) default.
+FIELDS = ("epochs", "batch_size", "lr", "image_size", "max_steps", "weights", "workers", "device", "amp",
+          "amp_dtype", "channels_last", "label_smoothing", "seed")
+DIST_FIELDS = ("nproc_per_node", "nnodes"), ("rdzv_endpoint", "max_restarts", "sync_batchnorm", "scale_lr")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,32 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--recipe", required=True, choices=sorted({*recipes(), *TENSORFLOW_RECIPES}))
     p.add_argument("--data", metavar="DIR", help="dataset folder (see `prepare`); required for the PyTorch "
                    "recipes, optional for the TensorFlow ones (left out: keras.datasets / the IMDB download)")
-    p.add_argument("--epochs", type=int, metavar="N")
-    p.add_argument("--batch-size", type=int, metavar="B")
-    p.add_argument("--lr", type=float, metavar="LR")
-    p.add_argument("--image-size", type=int, metavar="S", help="train crop size (CPU smoke runs)")
-    p.add_argument("--max-steps", type=int, metavar="N", help="stop after N optimiser steps")
-    p.add_argument("--weights", metavar="imagenet|none|PATH")
-    p.add_argument("--workers", type=int, metavar="N", help="DataLoader worker processes")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--amp", action="store_true", help="mixed precision on GPUs (autocast in --amp-dtype)")
-    p.add_argument("--amp-dtype", choices=tuple(AMP_DTYPE_FLAGS), default="bf16",
-                   help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)")
-    p.add_argument("--channels-last", action="store_true",
-                   help="NHWC memory format for the model and batches (faster convolutions with --amp on GPUs)")
-    p.add_argument("--label-smoothing", type=float, metavar="X")
-    p.add_argument("--seed", type=int, metavar="N")
+    add_field_flags(p, TrainConfig, FIELDS)
     dist = p.add_argument_group("several devices or machines (torchrun + DDP; see docs/DISTRIBUTED.md)")
-    dist.add_argument("--nproc-per-node", type=int, metavar="N", help="processes (GPUs) on this machine; "
-                      "--batch-size is per process")
-    dist.add_argument("--nnodes", type=int, metavar="M", help="machines in the run")
-    dist.add_argument("--node-rank", type=int, metavar="K", default=0,
+    add_field_flags(dist, TrainConfig, DIST_FIELDS[0])
+    dist.add_argument("--node-rank", type=int, metavar="K", default=0,  # this machine's place, not the job's config
                       help="this machine's rank: 0 holds the job, others join it")
-    dist.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous on a machine all others reach")
-    dist.add_argument("--max-restarts", type=int, metavar="R", help="restart the group up to R times on a failure, "
-                      "resuming from the last checkpoint")
-    dist.add_argument("--sync-batchnorm", action="store_true", help="SyncBatchNorm across GPUs")
-    dist.add_argument("--scale-lr", action="store_true", help="linear scaling rule: lr x number of processes")
+    add_field_flags(dist, TrainConfig, DIST_FIELDS[1])
     add_executor_arguments(p)
     p.add_argument("--detach", action="store_true", help="queue the job and return at once")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -87,16 +66,11 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 def build_config(args: argparse.Namespace):
     from dlguide_core.training import distributed
 
-    overrides = {name: getattr(args, name) for name in FIELDS}
+    overrides = field_values(TrainConfig, FIELDS + DIST_FIELDS[0] + DIST_FIELDS[1], args)
     overrides["data"] = str(dataset_path(args.data)) if args.data else ""
     if args.weights not in (None, "imagenet", "none") and args.weights.strip():  # blank: the config refuses it
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
-    for flag in ("amp", "channels_last", "sync_batchnorm", "scale_lr"):
-        if getattr(args, flag):
-            overrides[flag] = True
     recipe = get_recipe(args.recipe)
-    if recipe.framework == "pytorch":  # the TensorFlow recipes have no autocast setting
-        overrides["amp_dtype"] = AMP_DTYPE_FLAGS[args.amp_dtype]
     cfg = recipe.make_config(**overrides)
     if recipe.framework == "pytorch" and args.executor == "local":  # a cluster's nodes have their own devices
         distributed.check_devices(cfg.device, cfg.sync_batchnorm)
@@ -115,17 +89,7 @@ def join_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     data = str(dataset_path(args.data))
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
-    return EXIT_OK if _wait_ignoring_ctrl_c(subprocess.Popen(launch.torchrun_command(spec, data=data))) == 0 \
-        else EXIT_FAILED
-
-
-def _wait_ignoring_ctrl_c(proc: subprocess.Popen) -> int:
-    # Ctrl-C reaches torchrun and its workers too (same terminal): they stop with a checkpoint; we wait.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        return proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    return EXIT_OK if foreground.join(launch.torchrun_command(spec, data=data)) == 0 else EXIT_FAILED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
               f"follow it with `python -m dlguide_core jobs show {job.id}`")
         return EXIT_OK
-    # created running in this process: no dispatcher can take it meanwhile
-    job = queue.submit(store, args.recipe, cfg, start=False, claim_pid=os.getpid())
+    job = foreground.start(store, args.recipe, cfg)  # running in this process: no dispatcher can take it
     return run_foreground(store, job.id, args.json)
 
 
@@ -199,10 +162,9 @@ def submit_elsewhere(args: argparse.Namespace) -> int:
 
 
 def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
-    """Run a job created (or resumed) running in this process, or under torchrun for N processes
-    (Ctrl-C cancels it with a checkpoint)."""
+    """Run a job created (or resumed) running in this process (jobs.foreground: here, or under torchrun for N
+    processes; Ctrl-C cancels it with a checkpoint), saying where it logs and how it ended."""
     from dlguide_core.jobs.launch import describe_batch
-    from dlguide_core.jobs.runner import run_job
 
     job = store.get(job_id, refresh=False)  # created (or resumed) running in this process
     print(f"job {job_id}: log and checkpoint in {job_dir(job_id)}", file=sys.stderr)
@@ -210,11 +172,7 @@ def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
         batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),
                                int(job.config.get("nnodes", 1)))
         print(f"job {job_id}: {batch}", file=sys.stderr)
-    command = queue.job_command(job)
-    if command[2] == "torch.distributed.run":
-        status = _run_torchrun(store, job_id, command)
-    else:
-        status = run_job(store, job_id, ConsoleSink(every=10))
+    status = foreground.run(store, job_id, ConsoleSink(every=10))
     job = store.get(job_id, refresh=False)
     if as_json:
         print(json.dumps({"job_id": job_id, "status": status, "error": job.error, "checkpoint": job.checkpoint}))
@@ -222,13 +180,3 @@ def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
         print(f"job {job_id} {status}" + (f": {job.error}" if job.error else "")
               + (f"; checkpoint {job.checkpoint}" if job.checkpoint else ""))
     return EXIT_OK if status == "succeeded" else EXIT_FAILED
-
-
-def _run_torchrun(store: JobStore, job_id: str, command: list[str]) -> str:
-    proc = subprocess.Popen(command)
-    store.set_pid(job_id, proc.pid)  # the job's process is torchrun's agent, as for a detached job
-    code = _wait_ignoring_ctrl_c(proc)
-    job = store.get(job_id, refresh=False)
-    if job.status == "running":  # the agent ended and no writer rank recorded an ending
-        store.finish(job_id, "interrupted", f"torchrun exited with code {code} before the job finished")
-    return store.get(job_id, refresh=False).status

@@ -98,7 +98,7 @@ def load_fashion_mnist(data: str | Path = "") -> ArrayData:
             f"under the data roots (e.g. {example}) and pick it")
     if offline():
         raise DatasetError(f"Fashion-MNIST is not available offline: {hint}")
-    from dlguide_core.tensorflow_runtime import import_tensorflow
+    from dlguide_core.tf.runtime import import_tensorflow
 
     import_tensorflow()  # TensorFlow with its process settings, before Keras loads it
     from keras import datasets

@@ -2,7 +2,7 @@
 
 The recipe registry (training/recipes.py) holds the PyTorch recipes and knows nothing else. The first
 call here registers the rest, once per process: the TensorFlow recipes when TensorFlow is installed
-(training/tf_configs.py), and the `evaluate` job kind (jobs/evaluation_job.py). The CLI, the pages,
+(tf/configs.py), and the `evaluate` job kind (jobs/evaluation_job.py). The CLI, the pages,
 the job runner and the queue ask this module whenever they need every kind; a TensorFlow recipe on a
 machine without TensorFlow is explained (tensorflow_status().reason), not "unknown".
 
@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import threading
 
-from dlguide_core import tensorflow_runtime
 from dlguide_core.jobs.evaluation_job import evaluation_recipe
-from dlguide_core.training import recipes as registry
-from dlguide_core.training.configs import ConfigError
-from dlguide_core.training.recipes import Recipe
-from dlguide_core.training.tf_configs import (
+from dlguide_core.tf import runtime as tf_runtime
+from dlguide_core.tf.configs import (
     FASHION_RECIPE,
     TENSORFLOW_RECIPES,
     TEXT_RECIPE,
     FashionMnistConfig,
     TextClassificationConfig,
 )
+from dlguide_core.training import recipes as registry
+from dlguide_core.training.configs import ConfigError
+from dlguide_core.training.recipes import Recipe
 
 
 def tensorflow_recipes() -> tuple[Recipe, Recipe]:
-    """The two TensorFlow recipes (registered when TensorFlow is installed): configs in training/tf_configs.py."""
+    """The two TensorFlow recipes (registered when TensorFlow is installed): configs in tf/configs.py."""
     return (Recipe(FASHION_RECIPE, "tensorflow", FashionMnistConfig,
-                   "dlguide_core.training.tf_fashion_mnist:run_fashion_mnist",
+                   "dlguide_core.tf.fashion_mnist:run_fashion_mnist",
                    "TensorFlow: the guide's Fashion-MNIST classifier (Flatten, Dense 128, Dense 10)"),
             Recipe(TEXT_RECIPE, "tensorflow", TextClassificationConfig,
-                   "dlguide_core.training.tf_text:run_text_classification",
+                   "dlguide_core.tf.text:run_text_classification",
                    "TensorFlow: the guide's IMDB sentiment classifier (TextVectorization, Embedding 16)"))
 
 
@@ -47,7 +47,7 @@ def register_job_kinds() -> None:
         if _loaded:
             return
         _loaded.append(True)
-        if tensorflow_runtime.tensorflow_status().available:
+        if tf_runtime.tensorflow_status().available:
             for recipe in tensorflow_recipes():
                 registry.register(recipe)
         registry.register(evaluation_recipe())
@@ -67,7 +67,7 @@ def get_recipe(name: str) -> Recipe:
         return registry.get_recipe(name)
     except ConfigError:
         if name in TENSORFLOW_RECIPES:
-            raise ConfigError(tensorflow_runtime.tensorflow_status().reason) from None
+            raise ConfigError(tf_runtime.tensorflow_status().reason) from None
         raise
 
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.jobs.store import Job, JobStore, job_dir
-from dlguide_core.training.configs import DEVICE_CHOICES, ConfigError, RunContext, RunResult
+from dlguide_core.training.configs import RunContext, RunResult
+from dlguide_core.training.fields import MAX_STEPS, ConfigError, Flag, check_fields, device_field, plain, whole
 from dlguide_core.training.recipes import Recipe
 
 EVALUATE_RECIPE = "evaluate"
@@ -39,24 +40,26 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".t
 
 @dataclass(frozen=True)
 class EvaluateConfig:
-    """What `evaluate` scores: weights (imagenet or a checkpoint path) on DATA/SPLIT."""
+    """What `evaluate` scores: weights (imagenet or a checkpoint path) on DATA/SPLIT. The fields declare the
+    `evaluate` command's flags (cli/evaluate.py) and their ranges (training/fields.py)."""
 
-    weights: str = ""
-    data: str = ""
-    split: str = "val"
-    batch_size: int = 32
-    limit: int | None = None  # None: every image of the split
-    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    weights: str = plain("", "weights", flag=Flag(
+        "{imagenet,PATH}", "imagenet (scored on ImageNet-synset data such as tiny-imagenet: a restricted-label score) "
+        "or a dlguide checkpoint PATH"))
+    data: str = plain("", "data", flag=Flag("DIR", "dataset folder holding SPLIT/<class>/ images"))
+    split: str = plain("val", "split", flag=Flag(help="the folder under DIR to score (default: val)"))
+    batch_size: int = whole(32, "batch size", 1, 65_536, flag=Flag("B"))
+    # None: every image of the split
+    limit: int | None = whole(None, "limit", 1, MAX_STEPS, flag=Flag(
+        "N", "score N images spread evenly over the split (every class keeps its share)"))
+    device: str = device_field(flag=Flag(help="torch device (default: best available)"))  # auto, cpu, cuda or cuda:N
 
     def __post_init__(self) -> None:
         if not self.weights or self.weights == "none":
             raise ConfigError("evaluate needs weights: imagenet or a checkpoint path")
         if not self.data:
             raise ConfigError("evaluate needs a dataset folder")
-        if self.batch_size < 1 or (self.limit is not None and self.limit < 1):
-            raise ConfigError("batch size and limit must be at least 1")
-        if self.device.split(":")[0] not in DEVICE_CHOICES:
-            raise ConfigError(f"device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
+        check_fields(self)
 
 
 class _Stopped(Exception):

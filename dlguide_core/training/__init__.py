@@ -4,7 +4,7 @@ It owns the run contract (configs: the frozen configs, RunContext, RunResult), t
 (recipes), the PyTorch loop (loop, with factories for its model, optimiser, loaders and device), data
 parallelism (distributed: DDP building blocks; distributed_sinks: the writer-rank and stop-flag sinks), the
 sink interface and simple sinks (sinks), TensorBoard writing (tensorboard), curve helpers (metrics,
-diagnostics), and the TensorFlow case studies (tf_configs, tf_models, tf_loop, tf_fashion_mnist, tf_text,
-tf_inference). It may import the base modules, vision and data; never `inference` nor `jobs`: a loop
-reports through the TrainingSink it is handed, so it needs no job store.
+diagnostics) and the config fields' declarations (fields: ranges, the device rule, CLI flags). It may import
+the base modules, vision and data; never `inference`, `jobs` nor the TensorFlow recipes (`dlguide_core.tf`):
+a loop reports through the TrainingSink it is handed, so it needs no job store.
 """

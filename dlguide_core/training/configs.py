@@ -10,15 +10,24 @@ metrics the run is about to redo. The registry of recipes by name is `recipes.py
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.training.fields import (
+    DEVICE_CHOICES,
+    MAX_STEPS,
+    ConfigError,
+    Flag,
+    check_fields,
+    choice,
+    device_field,
+    number,
+    plain,
+    whole,
+)
 from dlguide_core.training.sinks import TrainingSink
 
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
 AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
 
@@ -27,82 +36,61 @@ AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the
 class TrainConfig:
     """Fields shared by the PyTorch recipes; each recipe subclass sets the guide's defaults."""
 
+    # Every field declared once (training/fields.py): its range named in its message, its CLI flag.
     data: str = ""
-    epochs: int = 90
-    batch_size: int = 32
-    lr: float = 0.1
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    lr_step_size: int = 30
-    lr_gamma: float = 0.1
-    image_size: int = 299
-    weights: str = "imagenet"  # "imagenet", "none" or a dlguide checkpoint path
-    workers: int = 4
-    device: str = "auto"  # auto, cpu, cuda or cuda:N
-    amp: bool = False  # autocast on GPUs only; ignored on the CPU
-    amp_dtype: str = "bfloat16"
-    label_smoothing: float = 0.0
-    channels_last: bool = False
-    max_steps: int | None = None  # stop (successfully) after this many global steps
-    seed: int = 0
-    checkpoint_minutes: float = 5.0
+    epochs: int = whole(90, "epochs", 1, 10_000, flag=Flag("N"))
+    batch_size: int = whole(32, "batch size", 1, 65_536, flag=Flag("B"))
+    lr: float = number(0.1, "learning rate", 0.0, 10.0, low_open=True, flag=Flag("LR"))
+    momentum: float = number(0.9, "momentum", 0.0, 1.0)
+    weight_decay: float = number(1e-4, "weight decay", 0.0, 1.0)
+    lr_step_size: int = whole(30, "lr step size", 1, 10_000)
+    lr_gamma: float = number(0.1, "lr gamma", 0.0, 1.0, low_open=True)
+    image_size: int = whole(299, "image size", 1, 1024, flag=Flag("S", "train crop size (CPU smoke runs)"))
+    weights: str = plain("imagenet", "weights", flag=Flag("imagenet|none|PATH"))  # or a dlguide checkpoint path
+    workers: int = whole(4, "workers", 0, 64, flag=Flag("N", "DataLoader worker processes"))
+    device: str = device_field(flag=Flag(choices=DEVICE_CHOICES))  # auto, cpu, cuda or cuda:N (GPU N)
+    # autocast on GPUs only; ignored on the CPU
+    amp: bool = plain(False, "amp", flag=Flag(help="mixed precision on GPUs (autocast in --amp-dtype)"))
+    amp_dtype: str = choice("bfloat16", "amp dtype", AMP_DTYPES, flag=Flag(
+        choices=tuple(AMP_DTYPE_FLAGS), values=AMP_DTYPE_FLAGS,
+        help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)"))
+    label_smoothing: float = number(0.0, "label smoothing", 0.0, 1.0, high_open=True, flag=Flag("X"))
+    channels_last: bool = plain(False, "channels last", flag=Flag(
+        help="NHWC memory format for the model and batches (faster convolutions with --amp on GPUs)"))
+    # stop (successfully) after this many global steps
+    max_steps: int | None = whole(None, "max steps", 1, MAX_STEPS, flag=Flag("N", "stop after N optimiser steps"))
+    seed: int = whole(0, "seed", 0, 2**32 - 1, flag=Flag("N"))
+    checkpoint_minutes: float = number(5.0, "checkpoint minutes", 0.0, 1440.0, low_open=True)
     # Data-parallel training through torchrun (issue 6; docs/DISTRIBUTED.md): batch_size is per device.
-    nproc_per_node: int = 1  # processes (devices) on the job's machine
-    nnodes: int = 1  # machines; the others join with the command the Train page shows
-    rdzv_endpoint: str = ""  # HOST:PORT every machine can reach, for nnodes > 1
-    max_restarts: int = 0  # torchrun restarts of the whole group, each resuming from the last checkpoint
-    sync_batchnorm: bool = False  # batch-norm statistics over the global batch (GPUs only)
-    scale_lr: bool = False  # the linear scaling rule: lr x world size; off = the lr as set
+    # processes (devices) on the job's machine
+    nproc_per_node: int = whole(1, "processes per node", 1, 64, flag=Flag(
+        "N", "processes (GPUs) on this machine; --batch-size is per process"))
+    # machines; the others join with the command the Train page shows
+    nnodes: int = whole(1, "nodes", 1, 4096, flag=Flag("M", "machines in the run"))
+    # HOST:PORT every machine can reach, for nnodes > 1
+    rdzv_endpoint: str = plain("", "rendezvous endpoint", flag=Flag(
+        "HOST:PORT", "rendezvous on a machine all others reach"))
+    # torchrun restarts of the whole group, each resuming from the last checkpoint
+    max_restarts: int = whole(0, "max restarts", 0, 100, flag=Flag(
+        "R", "restart the group up to R times on a failure, resuming from the last checkpoint"))
+    # batch-norm statistics over the global batch (GPUs only)
+    sync_batchnorm: bool = plain(False, "sync batchnorm", flag=Flag(help="SyncBatchNorm across GPUs"))
+    # the linear scaling rule: lr x world size; off = the lr as set
+    scale_lr: bool = plain(False, "scale lr", flag=Flag(help="linear scaling rule: lr x number of processes"))
 
     def __post_init__(self) -> None:
-        # Every number in a range named in its message: refused at submit, not hours later in the job.
-        for name, label, low, high in INT_RANGES:
-            _check_range(label, getattr(self, name), low, high, whole=True)
-        for name, label, low, high, open_low in FLOAT_RANGES:
-            _check_range(label, getattr(self, name), low, high, whole=False, open_low=open_low)
-        if self.max_steps is not None:
-            _check_range("max steps", self.max_steps, 1, MAX_STEPS, whole=True)
-        _check(0.0 <= self.label_smoothing < 1.0, "label smoothing must be in [0, 1)")
-        _check(self.amp_dtype in AMP_DTYPES, f"amp dtype must be one of {', '.join(AMP_DTYPES)}")
-        base = self.device.split(":")[0]
-        _check(base in DEVICE_CHOICES, f"device must be one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
+        check_fields(self)  # every number in its range, amp dtype among its choices, the device rule
         _check(isinstance(self.weights, str) and bool(self.weights.strip()),
                "weights must be imagenet, none or a checkpoint path, not empty")
         if self.nnodes > 1 and self.rdzv_endpoint != RDZV_BY_SCHEDULER and (
                 problem := rdzv_endpoint_problem(self.rdzv_endpoint)):
             raise ConfigError(problem)
-        _check(not (self.sync_batchnorm and base == "cpu"),
+        _check(not (self.sync_batchnorm and self.device == "cpu"),
                "sync batchnorm needs GPUs (NCCL/RCCL); turn it off for CPU runs")
 
 
 # The rendezvous of a job a cluster scheduler runs: chosen when the job starts (its first node), not at submit.
 RDZV_BY_SCHEDULER = "scheduler"
-MAX_STEPS = 10**9
-# (field, what the message calls it, lowest, highest): whole numbers
-INT_RANGES = (
-    ("epochs", "epochs", 1, 10_000), ("batch_size", "batch size", 1, 65_536),
-    ("lr_step_size", "lr step size", 1, 10_000), ("image_size", "image size", 1, 1024),
-    ("workers", "workers", 0, 64), ("seed", "seed", 0, 2**32 - 1),
-    ("nproc_per_node", "processes per node", 1, 64), ("nnodes", "nodes", 1, 4096),
-    ("max_restarts", "max restarts", 0, 100),
-)
-# (field, message name, lowest, highest, lowest excluded): finite numbers
-FLOAT_RANGES = (
-    ("lr", "learning rate", 0.0, 10.0, True), ("momentum", "momentum", 0.0, 1.0, False),
-    ("weight_decay", "weight decay", 0.0, 1.0, False), ("lr_gamma", "lr gamma", 0.0, 1.0, True),
-    ("label_smoothing", "label smoothing", 0.0, 1.0, False),
-    ("checkpoint_minutes", "checkpoint minutes", 0.0, 1440.0, True),
-)
-
-
-def _check_range(label: str, value: Any, low: float, high: float, *, whole: bool, open_low: bool = False) -> None:
-    ok_type = isinstance(value, int) if whole else isinstance(value, (int, float))
-    ok = ok_type and not isinstance(value, bool) and math.isfinite(value) and (
-        low < value <= high if open_low else low <= value <= high)
-    if not ok:
-        span = f"({low:g}, {high:g}]" if open_low else f"[{low:g}, {high:g}]"
-        kind = "a whole number" if whole else "a number"
-        raise ConfigError(f"{label} must be {kind} in {span}, not {value!r}")
 
 
 def rdzv_endpoint_problem(endpoint: str) -> str | None:
@@ -144,10 +132,6 @@ class CifarNetConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check(self.image_size == 32, "cifar_net is built for 32x32 images")
-
-
-class ConfigError(DlguideError, ValueError):
-    """A recipe field with a value the recipe cannot use."""
 
 
 def _check(ok: bool, message: str) -> None:

@@ -72,6 +72,8 @@ def test_imagenet_on_synset_data_is_a_restricted_score(capsys, fake_imagenet, tm
     (["--weights", "{ck}", "--split", "train2"], "no train2/ folder"),
     (["--weights", "{missing}"], "not found"),
     (["--weights", "imagenet-ish"], "not found"),
+    (["--weights", "{ck}", "--device", "cuda:x"], "device must be one of auto, cpu, cuda or cuda:N, not 'cuda:x'"),
+    (["--weights", "{ck}", "--device", "tpu", "--detach"], "device must be one of auto, cpu, cuda or cuda:N"),
 ])
 def test_usage_errors_exit_2(capsys, toy, tmp_path, argv, message) -> None:
     data, checkpoint = toy

@@ -124,3 +124,33 @@ def test_a_path_component_too_long_is_one_line(capsys, tmp_path):
     code = main(["prepare", "tiny-imagenet", str(long)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "File name too long" in err
+
+
+# --- Issue 23: `train` and `evaluate` generate their flags from the config fields' declarations. The flags, their
+# defaults and their help are contracts (README): renaming a config field must not rename a flag.
+TRAIN_FLAGS = {  # flag -> (metavar, default)
+    "--epochs": ("N", None), "--batch-size": ("B", None), "--lr": ("LR", None), "--image-size": ("S", None),
+    "--max-steps": ("N", None), "--weights": ("imagenet|none|PATH", None), "--workers": ("N", None),
+    "--device": (None, None), "--amp": (None, None), "--amp-dtype": (None, None), "--channels-last": (None, None),
+    "--label-smoothing": ("X", None), "--seed": ("N", None), "--nproc-per-node": ("N", None),
+    "--nnodes": ("M", None), "--node-rank": ("K", 0), "--rdzv-endpoint": ("HOST:PORT", None),
+    "--max-restarts": ("R", None), "--sync-batchnorm": (None, None), "--scale-lr": (None, None),
+}
+EVALUATE_FLAGS = {"--weights": ("{imagenet,PATH}", None), "--data": ("DIR", None), "--split": (None, "val"),
+                  "--batch-size": ("B", 32), "--limit": ("N", None), "--device": (None, None)}
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    from dlguide_core.cli.main import build_parser
+
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[name]
+
+
+@pytest.mark.parametrize(("command", "flags"), [("train", TRAIN_FLAGS), ("evaluate", EVALUATE_FLAGS)])
+def test_generated_flags_keep_their_names_metavars_and_defaults(command, flags):
+    actions = {s: a for a in _subcommand(command)._actions for s in a.option_strings}
+    assert {flag: (actions[flag].metavar, actions[flag].default) for flag in flags if flag in actions} == flags
+    assert actions["--device"].choices == (("auto", "cpu", "cuda") if command == "train" else None)
+    if command == "train":
+        assert actions["--amp-dtype"].choices == ("bf16", "fp16") and actions["--amp"].nargs == 0

@@ -92,8 +92,9 @@ def test_amp_dtype_defaults_to_bf16_and_is_stored_in_the_config(tmp_path: Path) 
 
 
 def test_tf_recipe_without_tensorflow_exits_2_with_the_reason(tmp_path: Path, capsys, monkeypatch) -> None:
-    from dlguide_core import tensorflow_runtime
-    from dlguide_core.training import recipes, tf_configs
+    from dlguide_core.tf import configs as tf_configs
+    from dlguide_core.tf import runtime as tensorflow_runtime
+    from dlguide_core.training import recipes
 
     reason = "TensorFlow is not installed, so the TensorFlow recipes are hidden: pip install tensorflow-cpu"
     monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",

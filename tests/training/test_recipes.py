@@ -85,8 +85,8 @@ def test_sync_batchnorm_on_the_cpu_is_refused_by_the_config() -> None:
 
 
 def test_a_missing_tensorflow_recipe_is_explained_not_unknown(monkeypatch) -> None:
-    from dlguide_core import tensorflow_runtime
-    from dlguide_core.training import tf_configs
+    from dlguide_core.tf import configs as tf_configs
+    from dlguide_core.tf import runtime as tensorflow_runtime
 
     monkeypatch.setattr(tensorflow_runtime, "tensorflow_status",
                         lambda: tensorflow_runtime.TensorFlowStatus(False, "no TF here"))

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from dlguide_core.data.fashion_mnist import FASHION_CLASSES, load_fashion_mnist
-from dlguide_core.tensorflow_runtime import import_tensorflow
+from dlguide_core.tf.configs import FASHION_RECIPE, FashionMnistConfig
+from dlguide_core.tf.inference import FASHION_MODEL_FILE, save_final_model, softmax
+from dlguide_core.tf.loop import TfRun, fit, restore_state, resuming
+from dlguide_core.tf.models import build_fashion_model
+from dlguide_core.tf.runtime import import_tensorflow
 from dlguide_core.training.configs import RunContext, RunResult
-from dlguide_core.training.tf_configs import FASHION_RECIPE, FashionMnistConfig
-from dlguide_core.training.tf_inference import FASHION_MODEL_FILE, save_final_model, softmax
-from dlguide_core.training.tf_loop import TfRun, fit, restore_state, resuming
-from dlguide_core.training.tf_models import build_fashion_model
 
 GRID_SIZE = 15  # the guide plots the first 15 test images (5 rows x 3 columns)
 

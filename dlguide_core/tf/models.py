@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from dlguide_core.data.fashion_mnist import FASHION_CLASSES
-from dlguide_core.tensorflow_runtime import custom_standardization
-from dlguide_core.training.tf_configs import FashionMnistConfig, TextClassificationConfig
+from dlguide_core.tf.configs import FashionMnistConfig, TextClassificationConfig
+from dlguide_core.tf.runtime import custom_standardization
 
 
 def build_fashion_model(cfg: FashionMnistConfig) -> Any:

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.tensorflow_runtime import import_tensorflow
-from dlguide_core.training.tf_configs import FASHION_RECIPE, TEXT_RECIPE
-from dlguide_core.training.tf_loop import TfRun, write_json
+from dlguide_core.tf.configs import FASHION_RECIPE, TEXT_RECIPE
+from dlguide_core.tf.loop import TfRun, write_json
+from dlguide_core.tf.runtime import import_tensorflow
 from dlguide_core.vision import images
 
 EVALUATION_FILE = "evaluation.json"

@@ -1,4 +1,4 @@
-"""The TensorFlow recipes (training/tf_*.py, tensorflow_runtime): the guide's TensorFlow case studies as jobs
+"""The TensorFlow recipes (dlguide_core/tf/): the guide's TensorFlow case studies as jobs
 of the store, trained for real on generated data in the real formats (idx.gz files, an aclImdb tree).
 
 The job tests share one module-scoped run (each job process imports TensorFlow, which
@@ -22,18 +22,22 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dlguide_core import tensorflow_runtime
 from dlguide_core.jobs.queue import resume, submit
 from dlguide_core.jobs.store import JobStore, db_path
-from dlguide_core.tensorflow_runtime import TensorFlowDeviceError
-from dlguide_core.training import tf_fashion_mnist, tf_inference, tf_loop, tf_models, tf_text
-from dlguide_core.training.configs import ConfigError
-from dlguide_core.training.tf_configs import (
+from dlguide_core.tf import fashion_mnist as tf_fashion_mnist
+from dlguide_core.tf import inference as tf_inference
+from dlguide_core.tf import loop as tf_loop
+from dlguide_core.tf import models as tf_models
+from dlguide_core.tf import runtime as tensorflow_runtime
+from dlguide_core.tf import text as tf_text
+from dlguide_core.tf.configs import (
     FASHION_RECIPE,
     TEXT_RECIPE,
     FashionMnistConfig,
     TextClassificationConfig,
 )
+from dlguide_core.tf.runtime import TensorFlowDeviceError
+from dlguide_core.training.configs import ConfigError
 from tests.support.fake_tensorflow import fake_tf
 from tests.support.paths import ROOT
 from tests.support.tf_datagen import NEGATIVE, POSITIVE, fashion_arrays, write_fashion, write_imdb
@@ -109,7 +113,8 @@ def _python(code: str) -> str:
 
 _ONCE_PER_PROCESS = """
 import json, sys, types
-from dlguide_core import tensorflow_runtime  # imported first: find_spec("tensorflow") would refuse the stand-in
+# imported first: find_spec("tensorflow") would refuse the stand-in
+from dlguide_core.tf import runtime as tensorflow_runtime
 from tests.support.fake_tensorflow import fake_tf
 tf = fake_tf(["GPU:0", "GPU:1", "GPU:2"])
 keras = types.ModuleType("keras")
@@ -134,8 +139,8 @@ def test_import_tensorflow_pins_the_gpus_once_per_process() -> None:
 
 def test_the_package_and_registry_load_without_importing_tensorflow() -> None:
     out = _python("import sys, json; from dlguide_core.jobs.catalog import recipes; names = list(recipes()); "
-                  "import dlguide_core.training.tf_fashion_mnist, dlguide_core.training.tf_text, "
-                  "dlguide_core.training.tf_inference, ui.cache, ui.tensorflow; "
+                  "import dlguide_core.tf.fashion_mnist, dlguide_core.tf.text, "
+                  "dlguide_core.tf.inference, ui.cache, ui.tensorflow; "
                   "print(json.dumps([names, 'tensorflow' in sys.modules, 'keras' in sys.modules]))")
     names, tf_loaded, keras_loaded = json.loads(out.strip().splitlines()[-1])
     assert not tf_loaded and not keras_loaded
@@ -146,7 +151,7 @@ def test_without_tensorflow_the_recipes_are_missing_and_the_reason_is_given() ->
     # sys.modules[name] = None makes find_spec report the package as absent, as on a host without it.
     out = _python("import sys, json; sys.modules['tensorflow'] = None; "
                   "from dlguide_core.jobs.catalog import recipes; "
-                  "from dlguide_core.tensorflow_runtime import tensorflow_status; "
+                  "from dlguide_core.tf.runtime import tensorflow_status; "
                   "s = tensorflow_status(); print(json.dumps([list(recipes()), s.available, s.reason]))")
     names, available, reason = json.loads(out.strip().splitlines()[-1])
     assert not available and "pip install tensorflow-cpu" in reason and "tensorflow-rocm" in reason

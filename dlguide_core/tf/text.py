@@ -10,12 +10,12 @@ from typing import Any
 
 from dlguide_core.data.imdb import IMDB_CLASSES, locate_imdb
 from dlguide_core.errors import DlguideError
-from dlguide_core.tensorflow_runtime import import_tensorflow
+from dlguide_core.tf.configs import TEXT_RECIPE, TextClassificationConfig
+from dlguide_core.tf.inference import TEXT_MODEL_FILE, classify_reviews, save_final_model
+from dlguide_core.tf.loop import TfRun, fit, restore_state, resuming, write_json
+from dlguide_core.tf.models import build_text_model, build_vectorizer, export_text_model
+from dlguide_core.tf.runtime import import_tensorflow
 from dlguide_core.training.configs import RunContext, RunResult
-from dlguide_core.training.tf_configs import TEXT_RECIPE, TextClassificationConfig
-from dlguide_core.training.tf_inference import TEXT_MODEL_FILE, classify_reviews, save_final_model
-from dlguide_core.training.tf_loop import TfRun, fit, restore_state, resuming, write_json
-from dlguide_core.training.tf_models import build_text_model, build_vectorizer, export_text_model
 
 VOCABULARY_FILE = "vocabulary.json"
 GUIDE_REVIEWS = ("The movie was great!", "The movie was okay.", "The movie was terrible...")

@@ -1,0 +1,1 @@
+"""Tests of the tf package (the TensorFlow recipes)."""

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.vision import architectures
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("bfloat16", "float16")
@@ -116,21 +117,29 @@ def rdzv_endpoint_problem(endpoint: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class InceptionV3Config(TrainConfig):
-    """The guide's Inception v3 fine-tuning on tiny-imagenet-200 (torchvision reference defaults)."""
+class ArchitectureConfig(TrainConfig):
+    """A recipe that trains one registered architecture (ARCH): its image size must suit it."""
 
-    ARCH: ClassVar[str] = "inception_v3"  # the dlguide_core.vision.models architecture it trains
+    ARCH: ClassVar[str]  # the dlguide_core.vision.architectures name it trains (and the recipe's name)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check(self.image_size >= 75, "Inception v3 needs an image size of at least 75")
+        problem = architectures.architecture(self.ARCH).size_problem(self.image_size)
+        _check(problem is None, problem or "")
 
 
 @dataclass(frozen=True)
-class CifarNetConfig(TrainConfig):
+class InceptionV3Config(ArchitectureConfig):
+    """The guide's Inception v3 fine-tuning on tiny-imagenet-200 (torchvision reference defaults)."""
+
+    ARCH: ClassVar[str] = architectures.INCEPTION_V3.name
+
+
+@dataclass(frozen=True)
+class CifarNetConfig(ArchitectureConfig):
     """The guide's small CNN on CIFAR-10: batch 4, SGD lr 0.001 momentum 0.9, 2 epochs."""
 
-    ARCH: ClassVar[str] = "cifar_net"
+    ARCH: ClassVar[str] = architectures.CIFAR_NET.name
 
     epochs: int = 2
     batch_size: int = 4
@@ -140,10 +149,6 @@ class CifarNetConfig(TrainConfig):
     image_size: int = 32
     weights: str = "none"
     workers: int = 2
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check(self.image_size == 32, "cifar_net is built for 32x32 images")
 
 
 class ConfigError(DlguideError, ValueError):

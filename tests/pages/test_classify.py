@@ -81,8 +81,8 @@ def test_an_upload_classifies_at_most_the_limit_and_says_so(sample_jpeg):
 def test_a_broken_job_checkpoint_is_one_clear_error(isolated_home, sample_jpeg):
     """Issue 18: a checkpoint whose head does not match its class names showed a generic error box."""
     from dlguide_core.vision.checkpoints import save_checkpoint
-    from dlguide_core.vision.models import CifarNet
     from dlguide_core.vision.presets import CIFAR_EVAL
+    from dlguide_core.vision.small_cnn import CifarNet
 
     path = isolated_home / "jobs" / "broken" / "checkpoint.pt"
     save_checkpoint(path, {"arch": "cifar_net", "arch_kwargs": {"num_classes": 10}, "class_names": ["a", "b"],

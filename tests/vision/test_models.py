@@ -5,6 +5,7 @@ import torch
 
 from dlguide_core.errors import CheckpointError, WeightsUnavailable
 from dlguide_core.vision import checkpoints, models
+from dlguide_core.vision.architectures import INCEPTION_V3
 from dlguide_core.vision.presets import CIFAR_EVAL
 
 
@@ -84,7 +85,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
 
 def test_ddp_and_compile_prefixes_are_stripped():
     state = {"module._orig_mod.fc.weight": torch.zeros(1), "AuxLogits.fc.weight": torch.zeros(1)}
-    assert list(models._strip_prefixes(state)) == ["fc.weight"]
+    assert list(models._strip_prefixes(state, INCEPTION_V3.ignored_keys)) == ["fc.weight"]
 
 
 def test_job_checkpoints_are_weight_choices(isolated_home, tmp_path):

@@ -136,6 +136,15 @@ class InceptionV3Config(ArchitectureConfig):
 
 
 @dataclass(frozen=True)
+class ResNet50Config(ArchitectureConfig):
+    """ResNet-50 fine-tuning on an ImageFolder dataset: the Inception recipe's defaults at 224 px."""
+
+    ARCH: ClassVar[str] = architectures.RESNET50.name
+
+    image_size: int = 224
+
+
+@dataclass(frozen=True)
 class CifarNetConfig(ArchitectureConfig):
     """The guide's small CNN on CIFAR-10: batch 4, SGD lr 0.001 momentum 0.9, 2 epochs."""
 

@@ -19,6 +19,7 @@ from dlguide_core.training.configs import (
     CifarNetConfig,
     ConfigError,
     InceptionV3Config,
+    ResNet50Config,
     RunContext,
     RunResult,
 )
@@ -61,6 +62,7 @@ def _pytorch(config_cls: type[ArchitectureConfig], summary: str) -> Recipe:
 PYTORCH_RECIPES = (
     _pytorch(InceptionV3Config, "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)"),
     _pytorch(CifarNetConfig, "The guide's small CNN on CIFAR-10"),
+    _pytorch(ResNet50Config, "Fine-tune ResNet-50 (ImageNet IMAGENET1K_V2) on the same ImageFolder data"),
 )
 # The registry starts with its own recipes (the PyTorch loop looks them up in any process); other job kinds
 # are added by calling register() (dlguide_core.jobs.catalog does, once per process), never by an import.

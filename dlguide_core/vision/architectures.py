@@ -136,6 +136,12 @@ def _build_cifar_net(num_classes: int = 10, **_: Any) -> nn.Module:
     return CifarNet(num_classes)
 
 
+def _build_resnet50(num_classes: int = 1000, **_: Any) -> nn.Module:
+    from torchvision.models import resnet50
+
+    return resnet50(weights=None, num_classes=num_classes)
+
+
 def _fixed(train: TrainPreset, val: EvalPreset) -> Callable[[int], tuple[TrainPreset, EvalPreset]]:
     return lambda _size: (train, val)
 
@@ -161,9 +167,17 @@ CIFAR_NET = Architecture(
     train_presets=_fixed(presets.CIFAR_TRAIN, presets.CIFAR_EVAL), eval_preset=presets.CIFAR_EVAL,
     gradcam_layer="conv2", lead_for=("cifar10",),
 )
+RESNET50_EVAL = EvalPreset(resize=232, crop=224)  # IMAGENET1K_V2's evaluation transform (torchvision)
+RESNET50 = Architecture(
+    name="resnet50", title="ResNet-50", builder=_build_resnet50, head="fc",
+    min_size=64, default_size=224,  # 64: layer4's map is 2x2 there, the least Grad-CAM can place anything on
+    train_presets=_scaled(RESNET50_EVAL), eval_preset=RESNET50_EVAL,
+    imagenet=ImageNetWeights("ResNet50_Weights.IMAGENET1K_V2", "resnet50-11ad3fa6.pth", 98, RESNET50_EVAL),
+    gradcam_layer="layer4",
+)
 
 DEFAULT = INCEPTION_V3  # the architecture of the `imagenet` and `none` weights sources (the guide's)
-_REGISTRY: dict[str, Architecture] = {spec.name: spec for spec in (INCEPTION_V3, CIFAR_NET)}
+_REGISTRY: dict[str, Architecture] = {spec.name: spec for spec in (INCEPTION_V3, CIFAR_NET, RESNET50)}
 
 
 def names() -> tuple[str, ...]:

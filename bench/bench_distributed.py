@@ -28,7 +28,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dlguide_core.training import distributed as D  # noqa: E402
-from dlguide_core.vision.models import build_model, drop_aux_head  # noqa: E402
+from dlguide_core.vision.models import build_model  # noqa: E402
 
 # (processes, torch threads per process): 1x1 and 2x1 use the same cores per process;
 # 1x2 is what one process makes of both cores without DDP.
@@ -42,8 +42,6 @@ def _free_port() -> int:
 
 
 def _model(arch: str) -> torch.nn.Module:
-    if arch == "inception_v3":
-        return drop_aux_head(build_model(arch, num_classes=10, transform_input=False))
     return build_model(arch, num_classes=10)
 
 

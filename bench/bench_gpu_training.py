@@ -40,7 +40,7 @@ from dlguide_core.training.factories import EpochSampler, device_name  # noqa: E
 from dlguide_core.training.loop import build_run, fit  # noqa: E402
 from dlguide_core.training.recipes import get_recipe  # noqa: E402
 from dlguide_core.training.sinks import NullSink  # noqa: E402
-from dlguide_core.vision.models import build_model, drop_aux_head  # noqa: E402
+from dlguide_core.vision.models import build_model  # noqa: E402
 
 CLASSES, SIZE = 200, 299
 ASCEND = {"Ascend 910 (Ascend ModelZoo)": 942.0, "V100 (Ascend ModelZoo)": 770.0}  # Inception v3 training img/s
@@ -95,7 +95,7 @@ def guide_loop(data: Path | None, args: argparse.Namespace) -> float:
     """The guide's (torchvision reference) train_one_epoch: fp32, NCHW, cudnn.benchmark on."""
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
-    model = drop_aux_head(build_model("inception_v3", num_classes=CLASSES)).to(device)
+    model = build_model("inception_v3", num_classes=CLASSES).to(device)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     if data is None:

@@ -19,7 +19,7 @@ from dlguide_core.data.image_folders import load_data
 from dlguide_core.training.loop import build_run, fit
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import NullSink
-from dlguide_core.vision.models import CifarNet
+from dlguide_core.vision.small_cnn import CifarNet
 
 EPOCHS, WORKERS, BATCH = 2, 2, 4
 

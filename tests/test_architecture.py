@@ -436,3 +436,28 @@ def test_the_device_choices_are_spelled_only_where_they_are_declared():
                     "auto", "cpu", "cuda"]:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+# --- Issue 23: each architecture is declared once, in the registry (dlguide_core/vision/architectures.py).
+# Everything else asks `architectures.architecture(name)`; a string naming an architecture elsewhere is a branch
+# or a table that a new architecture would have to be added to. Scanned: the core, the UI layer and the served
+# entry points. Not scanned, on purpose: tests/ and bench/ (they pick the architecture they exercise or measure,
+# as a user does on the command line) and the docs (they teach the recipes by name). The CLI's help names the
+# weights sources through `architectures.weights_help()`, so it needs no allowance.
+ARCH_REGISTRY = CORE / "vision" / "architectures.py"
+ARCH_SCANNED = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py"]
+
+
+def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_no_architecture_name_literals_outside_the_registry():
+    from dlguide_core.vision.architectures import names
+
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names())) + r")\b")
+    offenders = [f"{path.relative_to(ROOT)}:{line} {text.strip()[:60]!r}"
+                 for path in ARCH_SCANNED if path != ARCH_REGISTRY
+                 for line, text in _string_literals(ast.parse(path.read_text())) if pattern.search(text)]
+    assert not offenders, "architecture names belong to vision/architectures.py:\n" + "\n".join(offenders)

@@ -12,7 +12,7 @@ from PIL import Image
 from dlguide_core import booth
 from dlguide_core.errors import DlguideError
 from dlguide_core.vision.classify import classify_images, predict_logits
-from dlguide_core.vision.models import LoadedModel, build_model, drop_aux_head
+from dlguide_core.vision.models import LoadedModel, build_model
 from dlguide_core.vision.presets import EvalPreset
 from dlguide_core.vision.samples import bundled_samples
 
@@ -20,7 +20,7 @@ from dlguide_core.vision.samples import bundled_samples
 @pytest.fixture(scope="module")
 def small() -> LoadedModel:
     torch.manual_seed(0)
-    model = drop_aux_head(build_model("inception_v3", num_classes=6)).eval()
+    model = build_model("inception_v3", num_classes=6).eval()
     names = tuple(f"class {i}" for i in range(6))
     return LoadedModel(model, "inception_v3", {"num_classes": 6}, names, EvalPreset(resize=160, crop=160), "test",
                        False, "t", "small-test")

@@ -19,6 +19,7 @@ from dlguide_core.jobs.catalog import recipes
 from dlguide_core.jobs.store import Job
 from dlguide_core.training.configs import AMP_DTYPE_FLAGS
 from dlguide_core.training.fields import DEVICE_CHOICES
+from dlguide_core.vision import architectures
 from dlguide_core.vision.models import job_checkpoints
 from ui.auth import current_user
 from ui.dataset_picker import datasets_in_roots, pick_dataset
@@ -28,9 +29,12 @@ from ui.field_help import MAX_STEPS_RULE, field_help
 from ui.jobs import job_started
 from ui.tensorflow import tf_local_copies, tf_recipe_form
 
-# which recipe a dataset kind is for (the guide's pairing); the first one found in the roots leads the picker
-RECIPE_FOR_KIND = {"tiny-imagenet-unprepared": "inception_v3", "imagefolder": "inception_v3",
-                   "cifar10": "cifar_net"}
+
+def recipe_for_kind(kind: str) -> str | None:
+    """The recipe a dataset kind is for (the guide's pairing: the architecture that leads for it, whose recipe
+    bears its name); the first one found in the roots leads the picker."""
+    spec = architectures.for_dataset(kind)
+    return spec.name if spec else None
 
 
 def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
@@ -87,8 +91,8 @@ def default_recipe(found: dict, datasets: list[image_folders.DatasetInfo]) -> st
     """The recipe for the data the user has: the guide's pairing for the first dataset in the roots, else a
     TensorFlow recipe with a local copy, else the first PyTorch recipe."""
     for info in datasets:
-        if RECIPE_FOR_KIND.get(info.kind) in found:
-            return RECIPE_FOR_KIND[info.kind]
+        if (lead := recipe_for_kind(info.kind)) in found:
+            return lead
     for name, recipe in found.items():
         if recipe.framework != "pytorch" and tf_local_copies(name):
             return name
@@ -130,6 +134,7 @@ def split_tags(text: str) -> list[str]:
 def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:
     """The recipe's fields with the guide's defaults; the queued job, or None (not submitted, or refused)."""
     d = recipe.config_cls()
+    spec = architectures.architecture(recipe.arch)
     where = run_on(name)  # This machine / Slurm / Ray (ui.executors)
     processes = devices_section(name, info, d.batch_size) if where.executor == "local" else where.config_values
     with st.form(f"train_form_{name}"):
@@ -143,8 +148,8 @@ def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> J
                                   help=field_help("lr")),
             "max_steps": c4.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0,
                                          key=f"train_{name}_max_steps", help=field_help("max_steps")),
-            "image_size": c1.number_input("Image size", 32 if name == "cifar_net" else 75, 1024, d.image_size,
-                                          disabled=name == "cifar_net", key=f"train_{name}_size",
+            "image_size": c1.number_input("Image size", spec.min_size, 1024, d.image_size,
+                                          disabled=spec.fixed_size, key=f"train_{name}_size",
                                           help=field_help("image_size")),
             "weights": c2.selectbox("Weights", ["imagenet", "none", *map(str, job_checkpoints())],
                                     index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights",

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dlguide_core.vision import architectures
 from dlguide_core.vision.models import LoadedModel
 from ui.cache import get_model
-
-WEIGHT_LABELS = {"imagenet": "ImageNet (pretrained)", "none": "none (untrained, random init)"}
 
 
 def weights_caption(loaded: LoadedModel) -> None:
@@ -20,34 +19,35 @@ def weights_caption(loaded: LoadedModel) -> None:
 
 
 def weights_selectbox(key: str, label: str = "Weights", default: str | None = None) -> str:
-    """ImageNet, untrained, then each job checkpoint found; `default` is preselected when it is listed."""
+    """ImageNet, untrained, the other architectures' ImageNet weights, then each job checkpoint found; `default`
+    is preselected when it is listed."""
     from dlguide_core.vision.models import available_weights
 
     options = available_weights()
     return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key,
-                        format_func=lambda w: WEIGHT_LABELS.get(w, f"checkpoint: {w}"))
+                        format_func=lambda w: architectures.source_label(w) or f"checkpoint: {w}")
 
 
 def require_weights(weights: str, key_prefix: str, hint: str) -> None:
-    """Stop the page when the ImageNet weights are not cached: say where they go and offer a download
+    """Stop the page when the chosen ImageNet weights are not cached: say where they go and offer a download
     button (`{key_prefix}_download_weights`) with a progress bar. Never downloads on a plain rerun."""
     from dlguide_core.errors import WeightsUnavailable
-    from dlguide_core.vision.models import (
-        IMAGENET_FILENAME,
-        IMAGENET_WEIGHTS,
-        fetch_imagenet_weights,
-        imagenet_weights_path,
-    )
+    from dlguide_core.vision.models import fetch_imagenet_weights, imagenet_weights_path
 
-    if weights != "imagenet" or imagenet_weights_path().is_file():
+    named = architectures.parse_source(weights)
+    if named is None or named[1] != architectures.IMAGENET or named[0].imagenet is None:
         return
-    st.warning(f"The ImageNet weights `{IMAGENET_FILENAME}` are not cached at `{imagenet_weights_path()}`. "
-               f"Download them here (about 104 MB), or copy the file from {IMAGENET_WEIGHTS.url} to that path.",
+    spec, file = named[0], named[0].imagenet
+    path = imagenet_weights_path(spec)
+    if path.is_file():
+        return
+    st.warning(f"The ImageNet weights `{file.filename}` are not cached at `{path}`. Download them here "
+               f"(about {file.megabytes} MB), or copy the file from {file.url} to that path.",
                icon=":material/download:")
     if st.button("Download the ImageNet weights", key=f"{key_prefix}_download_weights"):
-        bar = st.progress(0.0, text=f"Downloading {IMAGENET_FILENAME}")
+        bar = st.progress(0.0, text=f"Downloading {file.filename}")
         try:
-            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0))
+            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0), spec)
             st.rerun()
         except WeightsUnavailable as exc:
             st.error(str(exc), icon=":material/block:")

@@ -21,6 +21,7 @@ import argparse
 import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
+from dlguide_core.vision.architectures import weights_help
 
 # The parser's choices, as dlguide_core.inference.registry and backend_base name them (tests/cli/test_startup.py
 # checks they agree): those modules import torch, which `python -m dlguide_core --help` must not pay for.
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("bench", help=help_text, description=f"{help_text}.",
                               epilog="".join((__doc__ or "").partition("Exit codes:")[1:]),  # -OO drops docstrings
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
+    p.add_argument("--weights", default="imagenet", help=weights_help())
     p.add_argument("--backends", type=_names, default=("torch", "onnxruntime"), metavar="A,B",
                    help=f"comma-separated, from {', '.join(BACKENDS)} (default torch,onnxruntime)")
     p.add_argument("--batch-sizes", type=_sizes, default=(1, 8, 32), metavar="1,8,32")

@@ -7,12 +7,13 @@ import json
 import sys
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress, positive_int
+from dlguide_core.vision.architectures import weights_help
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("classify", help="top-k Inception v3 predictions for image files")
     p.add_argument("images", nargs="+", metavar="IMG")
-    p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
+    p.add_argument("--weights", default="imagenet", help=weights_help())
     p.add_argument("--top", type=positive_int, default=5, metavar="K")
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--device", default=None, help="torch device (default: best available)")

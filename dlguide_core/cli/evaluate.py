@@ -83,7 +83,11 @@ def _detach(args: argparse.Namespace) -> int:
     if not (Path(args.data) / args.split).is_dir():
         print(f"error: {args.data} has no {args.split}/ folder of class folders", file=sys.stderr)
         return EXIT_USAGE
-    weights = args.weights if args.weights == "imagenet" else str(Path(args.weights).expanduser().resolve())
+    from dlguide_core.vision.architectures import IMAGENET, parse_source
+
+    named = parse_source(args.weights)  # imagenet or ARCH:imagenet stay names; a path is made absolute
+    pretrained = named is not None and named[1] == IMAGENET
+    weights = args.weights if pretrained else str(Path(args.weights).expanduser().resolve())
     try:  # paths made absolute: the job process runs elsewhere
         cfg = EvaluateConfig(weights=weights, data=str(Path(args.data).resolve()), split=args.split,
                              batch_size=args.batch_size, limit=args.limit, device=args.device or "auto")

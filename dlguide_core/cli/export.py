@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 
+from dlguide_core.vision.architectures import weights_help
+
 EXPORTERS = ("dynamo", "torchscript")  # inference.export's (tests/cli/test_startup.py checks); it imports torch
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("export", help="export a model to ONNX (dynamic batch; class names and preset in "
                                              "its metadata), cached by weights hash")
-    p.add_argument("--weights", default="imagenet", help="imagenet, none, or a dlguide checkpoint PATH")
+    p.add_argument("--weights", default="imagenet", help=weights_help())
     p.add_argument("--out", required=True, metavar="FILE.onnx", help="where to write the ONNX file")
     p.add_argument("--exporter", choices=EXPORTERS, default="dynamo",
                    help="torch.onnx exporter: dynamo (torch.export, default) or the legacy torchscript one")

@@ -2,7 +2,7 @@
 
 Layouts understood:
 - ImageFolder: DIR/train/<class>/**/*.jpg and DIR/val/<class>/**/*.jpg (tiny-imagenet-200
-  after `prepare tiny-imagenet DIR`, or any folder of 32x32 images for cifar_net).
+  after `prepare tiny-imagenet DIR`, or any folder of 32x32 images for the guide's CIFAR-10 CNN).
 - tiny-imagenet as unzipped: val/images/*.JPEG + val/val_annotations.txt (needs `prepare`).
 - CIFAR-10 as torchvision downloads it: DIR/cifar-10-batches-py/ (md5-checked before unpickling).
 """
@@ -19,7 +19,7 @@ from dlguide_core import settings
 from dlguide_core.data.cifar10 import CIFAR10_CLASSES, CIFAR10_FOLDER, open_cifar10
 from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, scan
 from dlguide_core.errors import DatasetError
-from dlguide_core.vision import presets
+from dlguide_core.vision import architectures, presets
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".gif")
 VAL_NAMES = ("val", "test")
@@ -160,18 +160,17 @@ def _imagefolder(info: DatasetInfo, train_preset: presets.TrainPreset, eval_pres
     return train, val, tuple(train.classes)
 
 
-def load_data(arch: str, data: str | Path, image_size: int = 299) -> DataBundle:
-    """The train/val datasets and presets a PyTorch recipe trains on."""
+def load_data(arch: str, data: str | Path, image_size: int | None = None) -> DataBundle:
+    """The train/val datasets and presets a PyTorch recipe trains on: the architecture's own
+    (architectures.Architecture.train_presets) at `image_size` (its default size when None)."""
     info = detect(data)
     if info is None:
         raise DatasetError(f"{data}: no dataset found (expected train/ + val/ class folders, or {CIFAR10_FOLDER}/)")
     if not info.ready:
         raise DatasetError(f"{data}: val/ is not organised by class yet; run "
                            f"`python -m dlguide_core prepare tiny-imagenet {data}` (or Prepare on the Train page)")
-    if arch == "cifar_net":
-        train_preset, eval_preset = presets.CIFAR_TRAIN, presets.CIFAR_EVAL
-    else:
-        train_preset, eval_preset = presets.inception_train_presets(image_size)
+    spec = architectures.architecture(arch)
+    train_preset, eval_preset = spec.train_presets(image_size or spec.default_size)
     if info.kind == "cifar10":
         train = open_cifar10(info.path, True, presets.train_transform(train_preset))
         val = open_cifar10(info.path, False, presets.eval_transform(eval_preset))

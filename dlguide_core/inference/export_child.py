@@ -19,14 +19,12 @@ import torch
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference.export import MAX_BATCH, ExportError, forward_input_name, write_checked
-from dlguide_core.vision.models import build_model, drop_aux_head
+from dlguide_core.vision.models import build_model
 
 
 def rebuild_model(job: dict) -> torch.nn.Module:
     """The job's architecture with its weights, in eval mode on the CPU."""
     model = build_model(job["arch"], **job["arch_kwargs"])
-    if job["arch"] == "inception_v3":
-        drop_aux_head(model)
     model.load_state_dict(job["model"])
     return model.eval()
 

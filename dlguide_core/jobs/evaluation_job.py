@@ -29,6 +29,7 @@ from dlguide_core.jobs.store import Job, JobStore, job_dir
 from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.fields import MAX_STEPS, ConfigError, Flag, check_fields, device_field, plain, whole
 from dlguide_core.training.recipes import Recipe
+from dlguide_core.vision.architectures import UNTRAINED, parse_source
 
 EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"
@@ -55,7 +56,8 @@ class EvaluateConfig:
     device: str = device_field(flag=Flag(help="torch device (default: best available)"))  # auto, cpu, cuda or cuda:N
 
     def __post_init__(self) -> None:
-        if not self.weights or self.weights == "none":
+        named = parse_source(self.weights) if self.weights else None
+        if not self.weights or (named is not None and named[1] == UNTRAINED):
             raise ConfigError("evaluate needs weights: imagenet or a checkpoint path")
         if not self.data:
             raise ConfigError("evaluate needs a dataset folder")

@@ -80,7 +80,7 @@ class MetricTables(Database):
         return [dict(r) for r in reversed(rows)]
 
     def per_class_accuracy(self, job_id: str) -> dict[str, float]:
-        """Top-1 (percent) per class at the last evaluated epoch, as cifar_net's guide prints at the end;
+        """Top-1 (percent) per class at the last evaluated epoch, as the guide's CIFAR-10 CNN section prints at the end;
         {} when no epoch recorded it (TensorFlow recipes, or none finished yet)."""
         rows = self._rows("SELECT extra FROM epochs WHERE job_id = ? ORDER BY epoch DESC LIMIT 1", (job_id,))
         extra = json.loads(rows[0]["extra"] or "{}") if rows else {}

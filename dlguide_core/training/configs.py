@@ -27,6 +27,7 @@ from dlguide_core.training.fields import (
     whole,
 )
 from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.vision import architectures
 
 AMP_DTYPES = ("bfloat16", "float16")
 AMP_DTYPE_FLAGS = {"bf16": "bfloat16", "fp16": "float16"}  # `--amp-dtype` / the page's choice -> config value
@@ -104,21 +105,38 @@ def rdzv_endpoint_problem(endpoint: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class InceptionV3Config(TrainConfig):
-    """The guide's Inception v3 fine-tuning on tiny-imagenet-200 (torchvision reference defaults)."""
+class ArchitectureConfig(TrainConfig):
+    """A recipe that trains one registered architecture (ARCH): its image size must suit it."""
 
-    ARCH: ClassVar[str] = "inception_v3"  # the dlguide_core.vision.models architecture it trains
+    ARCH: ClassVar[str]  # the dlguide_core.vision.architectures name it trains (and the recipe's name)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check(self.image_size >= 75, "Inception v3 needs an image size of at least 75")
+        problem = architectures.architecture(self.ARCH).size_problem(self.image_size)
+        _check(problem is None, problem or "")
 
 
 @dataclass(frozen=True)
-class CifarNetConfig(TrainConfig):
+class InceptionV3Config(ArchitectureConfig):
+    """The guide's Inception v3 fine-tuning on tiny-imagenet-200 (torchvision reference defaults)."""
+
+    ARCH: ClassVar[str] = architectures.INCEPTION_V3.name
+
+
+@dataclass(frozen=True)
+class ResNet50Config(ArchitectureConfig):
+    """ResNet-50 fine-tuning on an ImageFolder dataset: the Inception recipe's defaults at 224 px."""
+
+    ARCH: ClassVar[str] = architectures.RESNET50.name
+
+    image_size: int = 224
+
+
+@dataclass(frozen=True)
+class CifarNetConfig(ArchitectureConfig):
     """The guide's small CNN on CIFAR-10: batch 4, SGD lr 0.001 momentum 0.9, 2 epochs."""
 
-    ARCH: ClassVar[str] = "cifar_net"
+    ARCH: ClassVar[str] = architectures.CIFAR_NET.name
 
     epochs: int = 2
     batch_size: int = 4
@@ -128,10 +146,6 @@ class CifarNetConfig(TrainConfig):
     image_size: int = 32
     weights: str = "none"
     workers: int = 2
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check(self.image_size == 32, "cifar_net is built for 32x32 images")
 
 
 def _check(ok: bool, message: str) -> None:

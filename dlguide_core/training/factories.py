@@ -19,9 +19,7 @@ from dlguide_core.data.image_folders import DataBundle
 from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.training import distributed
 from dlguide_core.training.configs import ConfigError, TrainConfig
-from dlguide_core.vision import models
-
-HEADS = {"inception_v3": "fc", "cifar_net": "fc3"}  # the layer replaced for a new class count
+from dlguide_core.vision import architectures, models
 
 
 def resolve_device(spec: str = "auto", slot: int = 0) -> torch.device:
@@ -48,26 +46,21 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _replace_head(model: nn.Module, arch: str, num_classes: int) -> None:
-    name = HEADS[arch]
-    old = getattr(model, name)
-    if old.out_features != num_classes:
-        setattr(model, name, nn.Linear(old.in_features, num_classes))
-
-
 def create_model(arch: str, weights: str, num_classes: int) -> tuple[nn.Module, dict[str, Any]]:
-    """(model on the CPU, its arch_kwargs) for `weights` = imagenet, none or a checkpoint path."""
-    if weights == "none":
-        kwargs: dict[str, Any] = {"num_classes": num_classes}
-        if arch == "inception_v3":
-            kwargs["transform_input"] = False
-        return models.drop_aux_head(models.build_model(arch, **kwargs)), kwargs
-    if weights == "imagenet" and arch != "inception_v3":
-        raise ConfigError(f"imagenet weights exist only for inception_v3, not {arch}; use none")
+    """(model on the CPU, its arch_kwargs) for `weights` = imagenet (the architecture's), none or a checkpoint
+    path."""
+    spec = architectures.architecture(arch)
+    if weights == architectures.UNTRAINED:
+        kwargs: dict[str, Any] = {**spec.untrained_kwargs, "num_classes": num_classes}
+        return spec.build(**kwargs), kwargs
+    if weights == architectures.IMAGENET:
+        if problem := spec.imagenet_problem():
+            raise ConfigError(problem)
+        weights = spec.source(architectures.IMAGENET)
     loaded = models.load_model(weights, device="cpu")
     if loaded.arch != arch:
         raise ConfigError(f"{weights} holds a {loaded.arch} model, not {arch}")
-    _replace_head(loaded.model, arch, num_classes)  # fine-tuning: `fc` sized for this dataset
+    spec.replace_head(loaded.model, num_classes)  # fine-tuning: the head sized for this dataset
     return loaded.model, {**loaded.arch_kwargs, "num_classes": num_classes}
 
 

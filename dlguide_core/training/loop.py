@@ -1,4 +1,4 @@
-"""The PyTorch training loop of the inception_v3 and cifar_net recipes.
+"""The PyTorch training loop of the recipes that train a registered architecture (vision/architectures.py).
 
 UI-agnostic: progress goes to a TrainingSink (see sinks.py), checkpoints go through
 checkpoints.save_checkpoint. `build_run` puts a run together from the small factories of

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dlguide_core.training.configs import CifarNetConfig, ConfigError, InceptionV3Config, RunContext, RunResult
+from dlguide_core.training.configs import (
+    ArchitectureConfig,
+    CifarNetConfig,
+    ConfigError,
+    InceptionV3Config,
+    ResNet50Config,
+    RunContext,
+    RunResult,
+)
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,16 @@ class Recipe:
         return self.config_cls(**{k: v for k, v in data.items() if k in names})
 
 
+def _pytorch(config_cls: type[ArchitectureConfig], summary: str) -> Recipe:
+    """A PyTorch recipe named after the architecture it trains."""
+    return Recipe(config_cls.ARCH, "pytorch", config_cls, "dlguide_core.training.loop:run_recipe", summary,
+                  arch=config_cls.ARCH)
+
+
 PYTORCH_RECIPES = (
-    Recipe("inception_v3", "pytorch", InceptionV3Config, "dlguide_core.training.loop:run_recipe",
-           "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)", arch=InceptionV3Config.ARCH),
-    Recipe("cifar_net", "pytorch", CifarNetConfig, "dlguide_core.training.loop:run_recipe",
-           "The guide's small CNN on CIFAR-10", arch=CifarNetConfig.ARCH),
+    _pytorch(InceptionV3Config, "Fine-tune Inception v3 on an ImageFolder dataset (tiny-imagenet-200)"),
+    _pytorch(CifarNetConfig, "The guide's small CNN on CIFAR-10"),
+    _pytorch(ResNet50Config, "Fine-tune ResNet-50 (ImageNet IMAGENET1K_V2) on the same ImageFolder data"),
 )
 # The registry starts with its own recipes (the PyTorch loop looks them up in any process); other job kinds
 # are added by calling register() (dlguide_core.jobs.catalog does, once per process), never by an import.

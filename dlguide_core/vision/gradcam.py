@@ -2,8 +2,9 @@
 
 Selvaraju et al. (2017): weight each channel of a late convolutional block by the
 mean gradient of the class score over that channel, sum the weighted channels,
-ReLU, upsample to the input size. For Inception v3 the block is `Mixed_7c`, the
-last one before global pooling: (B, 2048, 8, 8) at 299 px.
+ReLU, upsample to the input size. The block is the architecture's `gradcam_layer`
+(architectures.py): for Inception v3 `Mixed_7c`, the last one before global pooling,
+(B, 2048, 8, 8) at 299 px.
 
 The model is usually the app's cached LoadedModel, shared by every session, so
 this module never changes it: the forward hook lives for one call only (removed
@@ -25,10 +26,9 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
+from dlguide_core.vision.architectures import architecture
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import GUIDE_EVAL, EvalPreset, denormalize, preprocess
-
-TARGET_LAYER = "Mixed_7c"
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,12 @@ class GradCam:
 
 
 def grad_cam(loaded: LoadedModel, image: Image.Image, *, class_index: int | None = None,
-             layer: str = TARGET_LAYER, alpha: float = 0.45) -> GradCam:
-    """Grad-CAM of `class_index` (default: the top class) for one RGB image."""
+             layer: str | None = None, alpha: float = 0.45) -> GradCam:
+    """Grad-CAM of `class_index` (default: the top class) for one RGB image, at `layer` (default: the
+    architecture's Grad-CAM block)."""
+    layer = layer or architecture(loaded.arch).gradcam_layer
+    if layer is None:
+        raise ValueError(f"{loaded.arch} names no Grad-CAM layer")
     batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
     acts, logits = forward_with_leaf(loaded.model, batch.to(loaded.device), layer)
     probs = torch.softmax(logits.detach().float(), dim=1)[0]

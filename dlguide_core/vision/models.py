@@ -1,90 +1,39 @@
-"""Model architectures and weight sources.
+"""Weight sources resolved into ready models (the architectures themselves are `architectures.py`'s).
 
 Weight sources (the `--weights` argument everywhere):
-- "imagenet": torchvision's IMAGENET1K_V1 Inception v3 from the TORCH_HOME cache,
-  downloaded with progress when online; offline, WeightsUnavailable names the file.
-- "none": random init, always labelled untrained.
+- "imagenet": torchvision's ImageNet weights of the default architecture (Inception v3, IMAGENET1K_V1) from
+  the TORCH_HOME cache, downloaded with progress when online; offline, WeightsUnavailable names the file.
+  `ARCH:imagenet` names another architecture's (architectures.parse_source).
+- "none" (or `ARCH:none`): random init, always labelled untrained.
 - a path: a checkpoint written by dlguide training (see checkpoints.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-from torchvision.models import Inception_V3_Weights, inception_v3
 
 from dlguide_core.downloads import DownloadFailed, ProgressFn, download_file
 from dlguide_core.errors import CheckpointError, WeightsUnavailable
+from dlguide_core.vision import architectures
+from dlguide_core.vision.architectures import Architecture, UnknownArchitecture
 from dlguide_core.vision.checkpoints import load_checkpoint
-from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset
+from dlguide_core.vision.presets import EvalPreset
 
-IMAGENET_WEIGHTS = Inception_V3_Weights.IMAGENET1K_V1
-IMAGENET_FILENAME = "inception_v3_google-0cc3c7bd.pth"
-IMAGENET_SHA256_PREFIX = "0cc3c7bd"
-WEIGHT_CHOICES = ("imagenet", "none")
+# The default architecture's (Inception v3's) ImageNet weights, as the names dlguide has always exported.
+IMAGENET_FILENAME = architectures.DEFAULT.imagenet.filename if architectures.DEFAULT.imagenet else ""
+WEIGHT_CHOICES = (architectures.IMAGENET, architectures.UNTRAINED)
 CIFAR10_CLASSES = ("plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
-class CifarNet(nn.Module):
-    """The guide's CIFAR-10 CNN, with the `fc1` layer the guide's listing forgets to define."""
-
-    def __init__(self, num_classes: int = 10) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, 32, 32) -> (B, classes)
-        x = self.pool(torch.relu(self.conv1(x)))  # (B, 6, 14, 14)
-        x = self.pool(torch.relu(self.conv2(x)))  # (B, 16, 5, 5)
-        x = torch.flatten(x, 1)
-        x = torch.relu(self.fc1(x))
-        x = torch.relu(self.fc2(x))
-        return self.fc3(x)
-
-
-def _build_inception(num_classes: int = 1000, transform_input: bool = False, **_: Any) -> nn.Module:
-    # aux_logits=True so ImageNet state dicts (which hold AuxLogits) load strictly;
-    # the head is dropped afterwards by `drop_aux_head`, as torchvision itself does.
-    return inception_v3(
-        weights=None,
-        num_classes=num_classes,
-        aux_logits=True,
-        transform_input=transform_input,
-        init_weights=False,
-    )
-
-
-def _build_cifar(num_classes: int = 10, **_: Any) -> nn.Module:
-    return CifarNet(num_classes)
-
-
-ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
-    "inception_v3": _build_inception,
-    "cifar_net": _build_cifar,
-}
-
-
 def build_model(arch: str, **kwargs: Any) -> nn.Module:
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}")
-    return ARCHITECTURES[arch](**kwargs)
-
-
-def drop_aux_head(model: nn.Module) -> nn.Module:
-    if getattr(model, "AuxLogits", None) is not None:
-        model.aux_logits = False
-        model.AuxLogits = None
-    return model
+    """The registered architecture `arch` built from its arch_kwargs (ValueError for an unknown name)."""
+    return architectures.architecture(arch).build(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -106,38 +55,48 @@ class LoadedModel:
         return next(self.model.parameters()).device
 
 
-def imagenet_weights_path() -> Path:
-    return Path(torch.hub.get_dir()) / "checkpoints" / IMAGENET_FILENAME
+def _imagenet_of(spec: Architecture | None) -> tuple[Architecture, architectures.ImageNetWeights]:
+    spec = spec or architectures.DEFAULT
+    if spec.imagenet is None:
+        raise WeightsUnavailable(spec.imagenet_problem())
+    return spec, spec.imagenet
 
 
-def imagenet_class_names() -> tuple[str, ...]:
-    return tuple(IMAGENET_WEIGHTS.meta["categories"])
+def imagenet_weights_path(spec: Architecture | None = None) -> Path:
+    """Where the ImageNet weights of `spec` (the default architecture's by default) are cached."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / _imagenet_of(spec)[1].filename
 
 
-def fetch_imagenet_weights(progress: ProgressFn | None = None) -> Path:
-    """The cached IMAGENET1K_V1 file, downloading it (checksum-verified) if missing."""
-    path = imagenet_weights_path()
+def imagenet_class_names(spec: Architecture | None = None) -> tuple[str, ...]:
+    return _imagenet_of(spec)[1].class_names()
+
+
+def fetch_imagenet_weights(progress: ProgressFn | None = None, spec: Architecture | None = None) -> Path:
+    """The cached ImageNet weights file of `spec`, downloading it (checksum-verified) if missing."""
+    spec, weights = _imagenet_of(spec)
+    path = imagenet_weights_path(spec)
     if path.is_file():
         return path
     try:
-        return download_file(IMAGENET_WEIGHTS.url, path, progress=progress, sha256_prefix=IMAGENET_SHA256_PREFIX)
+        return download_file(weights.url, path, progress=progress, sha256_prefix=weights.sha256_prefix)
     except DownloadFailed as exc:
         raise WeightsUnavailable(
-            f"ImageNet weights {IMAGENET_FILENAME} are not cached and could not be downloaded ({exc}). "
-            f"Download {IMAGENET_WEIGHTS.url} on a machine with internet and copy it to {path} "
+            f"ImageNet weights {weights.filename} are not cached and could not be downloaded ({exc}). "
+            f"Download {weights.url} on a machine with internet and copy it to {path} "
             "(or set TORCH_HOME to the folder that holds checkpoints/)."
         ) from None
 
 
-def load_model(weights: str = "imagenet", *, device: str | torch.device | None = None,
+def load_model(weights: str = architectures.IMAGENET, *, device: str | torch.device | None = None,
                progress: ProgressFn | None = None) -> LoadedModel:
     """Resolve a weights source into an eval-mode LoadedModel on `device` (best available by default)."""
-    if weights == "imagenet":
-        loaded = _load_imagenet(progress)
-    elif weights == "none":
-        loaded = _load_untrained()
-    else:
+    named = architectures.parse_source(weights)
+    if named is None:
         loaded = _load_from_checkpoint(Path(weights))
+    elif named[1] == architectures.IMAGENET:
+        loaded = _load_imagenet(named[0], progress)
+    else:
+        loaded = _load_untrained(named[0])
     from dlguide_core.devices import best_device
 
     target = torch.device(device) if device is not None else best_device()
@@ -149,52 +108,58 @@ def load_model(weights: str = "imagenet", *, device: str | torch.device | None =
     return loaded
 
 
-def _load_imagenet(progress: ProgressFn | None) -> LoadedModel:
-    path = fetch_imagenet_weights(progress)
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    kwargs = {"num_classes": 1000, "transform_input": True}  # Google's weights expect [-1, 1] inputs
-    model = build_model("inception_v3", **kwargs)
+def _load_imagenet(spec: Architecture, progress: ProgressFn | None) -> LoadedModel:
+    spec, weights = _imagenet_of(spec)
+    path = fetch_imagenet_weights(progress, spec)
+    state = _strip_prefixes(torch.load(path, map_location="cpu", weights_only=True), spec.ignored_keys)
+    kwargs = {"num_classes": 1000, **weights.arch_kwargs}
+    model = spec.build(**kwargs)
     model.load_state_dict(state)
-    drop_aux_head(model)
-    return LoadedModel(model, "inception_v3", kwargs, imagenet_class_names(), GUIDE_EVAL, "imagenet",
-                       True, "ImageNet (torchvision IMAGENET1K_V1)", state_fingerprint(model.state_dict()))
+    source = spec.source(architectures.IMAGENET)
+    return LoadedModel(model, spec.name, kwargs, weights.class_names(), weights.preset, source,
+                       True, f"ImageNet (torchvision {weights.tag})", state_fingerprint(model.state_dict()))
 
 
-def _load_untrained() -> LoadedModel:
-    kwargs = {"num_classes": 1000, "transform_input": False}
+def _load_untrained(spec: Architecture) -> LoadedModel:
+    kwargs = {"num_classes": 1000, **spec.untrained_kwargs}
     torch.manual_seed(0)  # the same "untrained" model every time, so results are reproducible
-    model = inception_v3(weights=None, num_classes=1000, aux_logits=False, init_weights=True)
-    return LoadedModel(model, "inception_v3", kwargs, imagenet_class_names(), GUIDE_EVAL, "none",
+    model = spec.build(**kwargs)
+    names = spec.imagenet.class_names() if spec.imagenet else tuple(f"class {i}" for i in range(1000))
+    return LoadedModel(model, spec.name, kwargs, names, spec.eval_preset, spec.source(architectures.UNTRAINED),
                        False, "untrained (random init)", state_fingerprint(model.state_dict()))
 
 
 def _load_from_checkpoint(path: Path) -> LoadedModel:
     data = load_checkpoint(path)
     kwargs = dict(data["arch_kwargs"])
-    state = _strip_prefixes(data["model"])
-    _check_state_fits(path.name, data["arch"], kwargs, state)
-    model = build_model(data["arch"], **kwargs)
-    if data["arch"] == "inception_v3":
-        drop_aux_head(model)
+    spec = _checkpoint_architecture(path.name, data["arch"])
+    state = _strip_prefixes(data["model"], spec.ignored_keys)
+    _check_state_fits(path.name, spec, kwargs, state)
+    model = spec.build(**kwargs)
     model.load_state_dict(state)
-    default = CIFAR_EVAL if data["arch"] == "cifar_net" else GUIDE_EVAL
-    preset = EvalPreset.from_dict(data["preset"]) if data.get("preset") else default
+    preset = EvalPreset.from_dict(data["preset"]) if data.get("preset") else spec.eval_preset
     label = f"checkpoint {path.name}"
     if data.get("job_id"):
         label += f" (job {data['job_id']}, epoch {data.get('epoch', '?')})"
     names = data.get("display_names") or data["class_names"]  # readable labels when the data had them
-    return LoadedModel(model, data["arch"], kwargs, tuple(names), preset, str(path),
+    return LoadedModel(model, spec.name, kwargs, tuple(names), preset, str(path),
                        True, label, state_fingerprint(data["model"]))
 
 
-def _check_state_fits(name: str, arch: str, kwargs: dict[str, Any], state: dict[str, torch.Tensor]) -> None:
-    """CheckpointError unless `state` has exactly the tensors, and shapes, that `arch` with `kwargs` needs.
+def _checkpoint_architecture(name: str, arch: str) -> Architecture:
+    try:
+        return architectures.architecture(arch)
+    except UnknownArchitecture as exc:
+        raise CheckpointError(f"{name}: {exc}") from None
+
+
+def _check_state_fits(name: str, spec: Architecture, kwargs: dict[str, Any], state: dict[str, torch.Tensor]) -> None:
+    """CheckpointError unless `state` has exactly the tensors, and shapes, that `spec` with `kwargs` needs.
     The model is built on the meta device: no memory, so a bad file fails before anything is allocated."""
-    if arch not in ARCHITECTURES:
-        raise CheckpointError(f"{name}: unknown architecture {arch!r}; dlguide knows {', '.join(ARCHITECTURES)}")
+    arch = spec.name
     try:
         with torch.device("meta"):
-            wanted = drop_aux_head(build_model(arch, **kwargs)).state_dict()
+            wanted = spec.build(**kwargs).state_dict()
     except (TypeError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{name}: arch_kwargs do not build {arch} ({str(exc)[:200]})") from None
     missing = sorted(set(wanted) - set(state))
@@ -209,14 +174,15 @@ def _check_state_fits(name: str, arch: str, kwargs: dict[str, Any], state: dict[
                                   f"{kwargs.get('num_classes', '?')} classes needs {tuple(tensor.shape)}")
 
 
-def _strip_prefixes(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    # DDP ("module.") and torch.compile ("_orig_mod.") wrap names; the bare model wants neither.
+def _strip_prefixes(state: dict[str, torch.Tensor], ignored: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
+    """DDP ("module.") and torch.compile ("_orig_mod.") wrap names; the bare model wants neither. Tensors under
+    `ignored` (the architecture's training-only heads) are left out."""
     out = {}
     for key, value in state.items():
         for prefix in ("module.", "_orig_mod."):
             if key.startswith(prefix):
                 key = key[len(prefix):]
-        if not key.startswith("AuxLogits."):
+        if not (ignored and key.startswith(ignored)):
             out[key] = value
     return out
 
@@ -241,5 +207,6 @@ def job_checkpoints() -> list[Path]:
 
 
 def available_weights() -> list[str]:
-    """Every weights source a user can pick: imagenet, none, then job checkpoints."""
-    return [*WEIGHT_CHOICES, *(str(p) for p in job_checkpoints())]
+    """Every weights source a user can pick: imagenet, none, the other architectures' ImageNet weights
+    (architectures.named_sources), then job checkpoints."""
+    return [*architectures.named_sources(), *(str(p) for p in job_checkpoints())]

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from PIL import Image
-from torchvision import transforms
+if TYPE_CHECKING:  # torch and torchvision load when a transform is built, not when a preset is declared
+    import torch
+    from PIL import Image
+    from torchvision import transforms
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-_INTERPOLATIONS = {
-    "bilinear": transforms.InterpolationMode.BILINEAR,
-    "bicubic": transforms.InterpolationMode.BICUBIC,
-    "nearest": transforms.InterpolationMode.NEAREST,
-}
+_INTERPOLATIONS = ("bilinear", "bicubic", "nearest")  # torchvision InterpolationMode values
+
+
+def _interpolation(name: str) -> transforms.InterpolationMode:
+    from torchvision import transforms
+
+    return transforms.InterpolationMode(name)
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,16 @@ class EvalPreset:
 
 
 GUIDE_EVAL = EvalPreset()
-# Inception v3 fine-tuning recipe validates at Resize 342 / CenterCrop 299 (torchvision reference).
-INCEPTION_TRAIN_VAL = EvalPreset(resize=342, crop=299)
 CIFAR_EVAL = EvalPreset(resize=32, crop=32, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
 
 
 def eval_transform(preset: EvalPreset = GUIDE_EVAL) -> transforms.Compose:
     """The torchvision Compose for `preset` (PIL image in, (3, crop, crop) float tensor out)."""
+    from torchvision import transforms
+
     return transforms.Compose(
         [
-            transforms.Resize(preset.resize, interpolation=_INTERPOLATIONS[preset.interpolation]),
+            transforms.Resize(preset.resize, interpolation=_interpolation(preset.interpolation)),
             transforms.CenterCrop(preset.crop),
             transforms.ToTensor(),
             transforms.Normalize(preset.mean, preset.std),
@@ -74,12 +77,16 @@ def eval_transform(preset: EvalPreset = GUIDE_EVAL) -> transforms.Compose:
 
 def preprocess(images: Sequence[Image.Image], preset: EvalPreset = GUIDE_EVAL) -> torch.Tensor:
     """RGB PIL images -> normalised batch (B, 3, crop, crop), float32."""
+    import torch
+
     transform = eval_transform(preset)
     return torch.stack([transform(img) for img in images])
 
 
 def denormalize(batch: torch.Tensor, preset: EvalPreset = GUIDE_EVAL) -> torch.Tensor:
     """Undo Normalize for display: (B, 3, H, W) -> values in [0, 1]."""
+    import torch
+
     mean = torch.tensor(preset.mean).view(1, 3, 1, 1)
     std = torch.tensor(preset.std).view(1, 3, 1, 1)
     return (batch * std + mean).clamp(0, 1)
@@ -112,17 +119,23 @@ GUIDE_TRAIN = TrainPreset()
 CIFAR_TRAIN = TrainPreset(crop=32, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), random_resized_crop=False)
 
 
-def inception_train_presets(image_size: int = 299) -> tuple[TrainPreset, EvalPreset]:
-    """Train/val presets of the Inception v3 recipe, scaled to `image_size` (val resizes by 342/299)."""
-    resize = max(image_size, round(image_size * INCEPTION_TRAIN_VAL.resize / INCEPTION_TRAIN_VAL.crop))
-    return TrainPreset(crop=image_size), EvalPreset(resize=resize, crop=image_size)
+def scaled_presets(image_size: int, reference: EvalPreset) -> tuple[TrainPreset, EvalPreset]:
+    """Train/val presets at `image_size`: RandomResizedCrop to it, and a val Resize that keeps `reference`'s
+    resize/crop ratio (342/299 for Inception v3's recipe) before the CenterCrop to it."""
+    resize = max(image_size, round(image_size * reference.resize / reference.crop))
+    return (TrainPreset(crop=image_size, mean=reference.mean, std=reference.std),
+            EvalPreset(resize=resize, crop=image_size, mean=reference.mean, std=reference.std,
+                       interpolation=reference.interpolation))
 
 
 def train_transform(preset: TrainPreset = GUIDE_TRAIN) -> transforms.Compose:
     """The torchvision Compose for `preset` (PIL image in, (3, crop, crop) float tensor out)."""
+    import torch
+    from torchvision import transforms
+
     steps: list[Any] = []
     if preset.random_resized_crop:
-        steps.append(transforms.RandomResizedCrop(preset.crop, interpolation=_INTERPOLATIONS[preset.interpolation]))
+        steps.append(transforms.RandomResizedCrop(preset.crop, interpolation=_interpolation(preset.interpolation)))
     if preset.hflip:
         steps.append(transforms.RandomHorizontalFlip())
     steps += [transforms.PILToTensor(), transforms.ConvertImageDtype(torch.float),

@@ -170,3 +170,13 @@ def test_non_utf8_annotations_are_one_dataset_error(tmp_path: Path) -> None:
     (root / "val" / "val_annotations.txt").write_bytes(b"val_0.JPEG\tn\xe9\xff\t0\n")
     with pytest.raises(DatasetError, match="not UTF-8 text"):
         prepare_tiny_imagenet(root)
+
+
+def test_resnet50_trains_and_validates_with_its_own_presets_not_inceptions(tmp_path: Path) -> None:
+    """Issue 23's train/serve skew: load_data gave every architecture but the CIFAR CNN Inception's 342/299 val
+    resize; ResNet-50 validates as its ImageNet weights were evaluated, 232/224 of the crop."""
+    root = write_toy_dataset(tmp_path / "toy", classes=2, per_class=1, val_per_class=1, size=72)
+    bundle = load_data("resnet50", root, 64)
+    assert (bundle.train_preset.crop, bundle.eval_preset.crop, bundle.eval_preset.resize) == (64, 64, 66)
+    assert tuple(bundle.val[0][0].shape) == (3, 64, 64)
+    assert load_data("resnet50", root).eval_preset.resize == 232  # its recipe's 224 px by default

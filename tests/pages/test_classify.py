@@ -17,6 +17,19 @@ def test_missing_imagenet_weights_explain_and_offer_download(tmp_path, monkeypat
     assert not at.exception
 
 
+def test_resnet50_imagenet_is_offered_and_fetched_like_inceptions(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    at = open_app()
+    picker = at.selectbox(key="classify_weights")
+    assert picker.options[:3] == ["ImageNet (pretrained)", "none (untrained, random init)",
+                                  "ResNet-50, ImageNet (IMAGENET1K_V2)"]  # the labels the picker shows
+    picker.set_value("resnet50:imagenet").run()
+    assert any("resnet50-11ad3fa6.pth" in w.value for w in at.warning)
+    at.button(key="classify_download_weights").click().run()
+    assert any("resnet50-11ad3fa6.pth" in e.value and "could not be downloaded" in e.value for e in at.error)
+    assert not at.exception
+
+
 def test_upload_shows_five_rows_and_untrained_banner(sample_jpeg):
     at = open_app()
     at.selectbox(key="classify_weights").set_value("none").run()
@@ -81,8 +94,8 @@ def test_an_upload_classifies_at_most_the_limit_and_says_so(sample_jpeg):
 def test_a_broken_job_checkpoint_is_one_clear_error(isolated_home, sample_jpeg):
     """Issue 18: a checkpoint whose head does not match its class names showed a generic error box."""
     from dlguide_core.vision.checkpoints import save_checkpoint
-    from dlguide_core.vision.models import CifarNet
     from dlguide_core.vision.presets import CIFAR_EVAL
+    from dlguide_core.vision.small_cnn import CifarNet
 
     path = isolated_home / "jobs" / "broken" / "checkpoint.pt"
     save_checkpoint(path, {"arch": "cifar_net", "arch_kwargs": {"num_classes": 10}, "class_names": ["a", "b"],

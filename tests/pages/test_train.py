@@ -346,3 +346,16 @@ def test_a_diverged_run_is_flagged_with_a_hint_and_a_healthy_one_is_not() -> Non
     flagged = [w.value for w in at.warning if "diverg" in w.value]
     assert flagged[0].startswith(f"{diverged}: the loss became NaN at step 40 of 3000")
     assert any("the loss rose from" in w for w in flagged) and store.get(diverged).status == "running"
+
+
+def test_the_image_size_bounds_come_from_the_architecture(tmp_path, monkeypatch) -> None:
+    """The form once hard-coded `32 if cifar_net else 75`: ResNet-50's field now starts at its entry's 64."""
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("resnet50").run()
+    size = at.number_input(key="train_resnet50_size")
+    assert (size.min, size.value) == (64, 224) and not size.proto.disabled
+    at.selectbox(key="train_recipe").select("cifar_net").run()
+    size = at.number_input(key="train_cifar_net_size")
+    assert (size.min, size.value) == (32, 32) and size.proto.disabled

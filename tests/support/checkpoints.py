@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 
 from dlguide_core.vision.checkpoints import save_checkpoint
-from dlguide_core.vision.models import CifarNet
 from dlguide_core.vision.presets import CIFAR_EVAL
+from dlguide_core.vision.small_cnn import CifarNet
 
 
 def toy_checkpoint(path: Path, classes: tuple[str, ...]) -> Path:

@@ -16,8 +16,9 @@ import torch
 
 from dlguide_core.inference.export import export_cache_path, export_onnx
 from dlguide_core.vision.checkpoints import save_checkpoint
-from dlguide_core.vision.models import CIFAR10_CLASSES, CifarNet, LoadedModel, load_model
+from dlguide_core.vision.models import CIFAR10_CLASSES, LoadedModel, load_model
 from dlguide_core.vision.presets import CIFAR_EVAL
+from dlguide_core.vision.small_cnn import CifarNet
 
 
 def write_cifar_checkpoint(path: Path, seed: int = 0) -> Path:

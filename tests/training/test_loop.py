@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from dlguide_core.errors import WeightsUnavailable
 from dlguide_core.training.configs import RunContext
-from dlguide_core.training.factories import resolve_device
+from dlguide_core.training.factories import create_model, resolve_device
 from dlguide_core.training.loop import run_recipe
 from dlguide_core.training.recipes import get_recipe
 from dlguide_core.training.sinks import RecordingSink
@@ -130,3 +131,18 @@ def test_auto_and_cuda_take_the_queues_slot(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(resolve_device("cpu", 1)) == "cpu"
     with pytest.raises(Exception, match="sees 2 GPU"):
         resolve_device("cuda:2", 0)
+
+
+def test_resnet50_fine_tuning_recipe_at_its_smallest_size(tmp_path: Path, monkeypatch) -> None:
+    """The registry's ResNet-50 trains on the same ImageFolder data; its checkpoint keeps its presets and head."""
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1, size=64)
+    result = run("resnet50", tmp_path / "job", RecordingSink(), data=str(data), image_size=64, batch_size=2,
+                 weights="none", max_steps=1)
+    ckpt = load_checkpoint(result.checkpoint)
+    assert result.status == "completed" and ckpt["arch"] == "resnet50" and ckpt["step"] == 1
+    assert (ckpt["preset"]["crop"], ckpt["preset"]["resize"]) == (64, 66)  # 232/224, not Inception's 342/299
+    assert ckpt["model"]["fc.weight"].shape == (2, 2048)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty_torch_home"))  # offline (DLGUIDE_OFFLINE), not cached
+    with pytest.raises(WeightsUnavailable, match="resnet50-11ad3fa6.pth") as info:  # its own, not Inception's
+        create_model("resnet50", "imagenet", 2)  # the recipe's default weights
+    assert "\n" not in str(info.value)

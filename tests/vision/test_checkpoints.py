@@ -12,8 +12,9 @@ import torch
 from dlguide_core.cli.main import main
 from dlguide_core.errors import CheckpointError
 from dlguide_core.vision.checkpoints import save_checkpoint
-from dlguide_core.vision.models import CIFAR10_CLASSES, CifarNet, load_model
+from dlguide_core.vision.models import CIFAR10_CLASSES, load_model
 from dlguide_core.vision.presets import CIFAR_EVAL
+from dlguide_core.vision.small_cnn import CifarNet
 
 
 def good_payload() -> dict:

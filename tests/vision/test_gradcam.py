@@ -9,9 +9,10 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from dlguide_core.vision.architectures import INCEPTION_V3
 from dlguide_core.vision.classify import classify_images
-from dlguide_core.vision.gradcam import TARGET_LAYER, cam_from, forward_with_leaf, grad_cam, jet, overlay_heatmap
-from dlguide_core.vision.models import LoadedModel, build_model, drop_aux_head
+from dlguide_core.vision.gradcam import cam_from, forward_with_leaf, grad_cam, jet, overlay_heatmap
+from dlguide_core.vision.models import LoadedModel, build_model
 from dlguide_core.vision.presets import GUIDE_EVAL, EvalPreset, preprocess
 
 GREY = (128, 128, 128)
@@ -26,7 +27,7 @@ def scene(x0: int, y0: int, size: int = 299, radius: int = 90) -> Image.Image:
 
 
 def pooled_features(model: torch.nn.Module, img: Image.Image) -> torch.Tensor:
-    acts, _ = forward_with_leaf(model, preprocess([img]), TARGET_LAYER)
+    acts, _ = forward_with_leaf(model, preprocess([img]), INCEPTION_V3.gradcam_layer)
     return acts.detach().mean(dim=(0, 2, 3))  # (2048,)
 
 
@@ -39,7 +40,7 @@ def disc_model() -> LoadedModel:
     then move the disc to the corners, positions the detector was never built from.
     """
     torch.manual_seed(0)
-    model = drop_aux_head(build_model("inception_v3", num_classes=2)).eval()
+    model = build_model("inception_v3", num_classes=2).eval()
     direction = pooled_features(model, scene(105, 105)) - pooled_features(model, Image.new("RGB", (299, 299), GREY))
     with torch.no_grad():
         model.fc.weight.zero_()
@@ -51,7 +52,7 @@ def disc_model() -> LoadedModel:
 
 def small_model() -> LoadedModel:
     torch.manual_seed(1)
-    model = drop_aux_head(build_model("inception_v3", num_classes=3)).eval()
+    model = build_model("inception_v3", num_classes=3).eval()
     return LoadedModel(model, "inception_v3", {"num_classes": 3}, ("a", "b", "c"), SMALL, "test", False, "t", "t")
 
 

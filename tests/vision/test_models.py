@@ -5,6 +5,7 @@ import torch
 
 from dlguide_core.errors import CheckpointError, WeightsUnavailable
 from dlguide_core.vision import checkpoints, models
+from dlguide_core.vision.architectures import INCEPTION_V3, RESNET50
 from dlguide_core.vision.presets import CIFAR_EVAL
 
 
@@ -84,7 +85,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
 
 def test_ddp_and_compile_prefixes_are_stripped():
     state = {"module._orig_mod.fc.weight": torch.zeros(1), "AuxLogits.fc.weight": torch.zeros(1)}
-    assert list(models._strip_prefixes(state)) == ["fc.weight"]
+    assert list(models._strip_prefixes(state, INCEPTION_V3.ignored_keys)) == ["fc.weight"]
 
 
 def test_job_checkpoints_are_weight_choices(isolated_home, tmp_path):
@@ -97,3 +98,23 @@ def test_job_checkpoints_are_weight_choices(isolated_home, tmp_path):
 def test_a_checkpoint_labels_with_its_readable_names(tmp_path):
     path, _ = _cifar_checkpoint(tmp_path / "ck.pt", display_names=["goldfish", "cat", "lemon"])
     assert models.load_model(str(path), device="cpu").class_names == ("goldfish", "cat", "lemon")
+
+
+def test_resnet50_imagenet_is_a_weights_choice_fetched_like_inceptions(tmp_path, monkeypatch):
+    """`resnet50:imagenet`: offered beside imagenet and none, offline one line naming its file and where it goes;
+    cached, it loads with IMAGENET1K_V2's names, preset and label."""
+    assert "resnet50:imagenet" in models.available_weights()
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "th"))
+    with pytest.raises(WeightsUnavailable) as info:
+        models.load_model("resnet50:imagenet")
+    message = str(info.value)
+    assert "resnet50-11ad3fa6.pth" in message and str(tmp_path / "th" / "hub" / "checkpoints") in message
+    assert "\n" not in message
+    path = models.imagenet_weights_path(RESNET50)
+    path.parent.mkdir(parents=True)
+    torch.manual_seed(0)
+    torch.save(RESNET50.build().state_dict(), path)
+    loaded = models.load_model("resnet50:imagenet", device="cpu")
+    assert (loaded.arch, loaded.source, loaded.trained) == ("resnet50", "resnet50:imagenet", True)
+    assert loaded.preset == RESNET50.imagenet.preset and loaded.preset.crop == 224 and "IMAGENET1K_V2" in loaded.label
+    assert loaded.class_names[258] == "Samoyed"

@@ -35,8 +35,10 @@ kiosk: install
 dev: install
 	$(PY) serve.py --server.port $(PORT) --server.fileWatcherType poll --server.runOnSave true
 
+# mypy: the settings in pyproject.toml ([tool.mypy]); its cache (.mypy_cache) makes a rerun take about a second.
 lint: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # Debian chromium for the Playwright browser tests (Playwright's own browser download
 # needs the internet; Debian's package does not).

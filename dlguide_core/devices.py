@@ -219,7 +219,7 @@ def parse_amd_smi(text: str) -> list[SmiReading]:
     """Parse `amd-smi metric --json`: a list of GPUs, or {"gpu_data": [...]} in newer releases."""
     data = json.loads(text)
     gpus = data.get("gpu_data", []) if isinstance(data, dict) else data
-    readings = []
+    readings: list[SmiReading] = []
     for gpu in gpus:
         usage = gpu.get("usage") or {}
         temp = gpu.get("temperature") or {}

@@ -34,7 +34,8 @@ WNIDS_FILE = Path(__file__).with_name("data") / "imagenet_wnids.txt"
 MISTAKES_KEPT = 16
 RESTRICTED_NOTE = ("restricted-label score: the ImageNet model's 1000 outputs were narrowed to the {n} classes "
                    "of this dataset (argmax and softmax over those only)")
-ProgressFn = Callable[[int, int], None]
+WrongGuess = tuple[float, int, int, int]  # (probability of the wrong class, sample index, target, predicted)
+ProgressFn = Callable[[int, int], object]  # its return value is ignored (a Streamlit element's update, say)
 
 
 class EvaluationError(DlguideError):
@@ -197,7 +198,8 @@ def evaluate_model(loaded: LoadedModel, data: str | Path, *, split: str = "val",
     indices = pick(len(dataset), limit)
     loader = DataLoader(Subset(dataset, indices), batch_size=batch_size, shuffle=False)
     outputs = torch.tensor(space.outputs) if space.outputs is not None else None
-    counts, mistakes = np.zeros((len(space.classes),) * 2, dtype=np.int64), []
+    counts = np.zeros((len(space.classes),) * 2, dtype=np.int64)
+    mistakes: list[WrongGuess] = []
     loss_sum, top1, top5, done, start = 0.0, 0, 0, 0, time.perf_counter()
     for images, targets in loader:
         logits = predict_logits(loaded, images)  # (B, outputs) float32 on the CPU
@@ -221,7 +223,7 @@ def evaluate_model(loaded: LoadedModel, data: str | Path, *, split: str = "val",
                       loss_sum / max(done, 1), done, seconds, loaded.label, str(data), split, tuple(shown))
 
 
-def _keep_mistakes(heap: list, probs: torch.Tensor, predicted: torch.Tensor, targets: torch.Tensor,
+def _keep_mistakes(heap: list[WrongGuess], probs: torch.Tensor, predicted: torch.Tensor, targets: torch.Tensor,
                    samples: list[int]) -> None:
     """Keep the MISTAKES_KEPT wrong predictions with the highest probability (a min-heap)."""
     for row in torch.nonzero(predicted != targets).flatten().tolist():

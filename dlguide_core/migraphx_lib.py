@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from dlguide_core.errors import DlguideError
 
@@ -152,7 +153,7 @@ def target_support(target: str) -> TargetSupport:
     return _SUPPORT[key][1]
 
 
-def _probe(migraphx, target: str) -> TargetSupport:
+def _probe(migraphx: ModuleType, target: str) -> TargetSupport:
     import numpy as np
 
     try:
@@ -176,14 +177,15 @@ def _probe(migraphx, target: str) -> TargetSupport:
     return TargetSupport(target, tuple(runs), tune, refused)
 
 
-def _compile_run(migraphx, handle, data: bytes, x, precision: str, *, tune: bool) -> None:
+def _compile_run(migraphx: ModuleType, handle: Any, data: bytes, x: Any, precision: str, *, tune: bool) -> None:
     program = migraphx.parse_onnx_buffer(data)
     quantize(migraphx, program, handle, precision, [{"x": x}])
     program.compile(handle, offload_copy=True, exhaustive_tune=tune)
     program.run({"x": x})
 
 
-def quantize(migraphx, program, handle, precision: str, calibration: list[dict]) -> None:
+def quantize(migraphx: ModuleType, program: Any, handle: Any, precision: str,
+             calibration: list[dict[str, Any]]) -> None:
     """The guide's quantisation step: fp16/bf16 convert in place; int8 calibrates on `calibration`
     ([{input name: (B, 3, H, W) float32}]) for the target it will be compiled for."""
     if precision == "fp16":

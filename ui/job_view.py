@@ -5,6 +5,7 @@ while it runs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import streamlit as st
 
@@ -16,8 +17,9 @@ from ui.executors import cancel as cancel_job
 from ui.executors import job_files
 from ui.executors import resume as resume_job
 
-STATUS_COLOR = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red", "cancelled": "orange",
-                "interrupted": "orange"}
+BadgeColor = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]  # st.badge's
+STATUS_COLOR: dict[str, BadgeColor] = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red",
+                                       "cancelled": "orange", "interrupted": "orange"}
 
 
 def stop_note(job: Job, summary: dict) -> str:
@@ -30,15 +32,11 @@ def stop_note(job: Job, summary: dict) -> str:
     return f"stopped at max steps {max_steps}, in its last epoch ({epochs})"
 
 
-def _has_checkpoint(job: Job) -> bool:
-    return bool(job.checkpoint) and Path(job.checkpoint).is_file()
-
-
 def resume_block(job: Job) -> str:
     """Why Resume cannot work for `job` ("" when it can)."""
     if job.status not in RESUMABLE:
         return f"A {job.status} job cannot be resumed."
-    if not _has_checkpoint(job):
+    if job.checkpoint_file is None:
         return (f"No checkpoint was saved before it {'stopped' if job.status != 'failed' else 'failed'}: "
                 "there is nothing to resume from. Fix the cause and start a new job.")
     return ""
@@ -50,8 +48,8 @@ def _size(path: Path) -> int:
 
 def what_is_lost(job: Job, summary: dict) -> str:
     parts = []
-    if _has_checkpoint(job):
-        parts.append(f"its checkpoint {job.checkpoint} ({Path(job.checkpoint).stat().st_size / 1e6:.1f} MB)")
+    if (checkpoint := job.checkpoint_file) is not None:
+        parts.append(f"its checkpoint {job.checkpoint} ({checkpoint.stat().st_size / 1e6:.1f} MB)")
     parts.append(f"its folder {job.job_dir} ({_size(job.job_dir) / 1e6:.1f} MB: log, TensorBoard files)")
     parts.append(f"its metrics ({summary['step'] or 0} steps)")
     return "; ".join(parts)
@@ -129,7 +127,7 @@ def _summary(store: JobStore, job: Job, summary: dict) -> None:
                    f"{'; '.join(job.skipped_files['examples'][:2])}", icon=":material/broken_image:")
     if note := stop_note(job, summary):
         st.caption(note.capitalize() + ".")
-    if _has_checkpoint(job):
+    if job.checkpoint_file is not None:
         st.caption(f"Checkpoint: `{job.checkpoint}` (step {job.checkpoint_step})")
 
 

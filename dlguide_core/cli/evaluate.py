@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, dataset_path, download_progress, positive_int
@@ -58,11 +59,11 @@ def run(args: argparse.Namespace) -> int:
     except EvaluationError as exc:  # the model and the data do not fit: a usage error
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    data = result.to_json()
+    payload = result.to_json()
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(payload, indent=2))
         return EXIT_OK
-    _print_text(data)
+    _print_text(payload)
     return EXIT_OK
 
 
@@ -88,7 +89,7 @@ def _detach(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress_line():
+def _progress_line() -> Callable[[int, int], None] | None:
     if not sys.stderr.isatty():
         return None
 

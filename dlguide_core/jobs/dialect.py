@@ -37,6 +37,8 @@ class Sqlite:
     TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
     def __init__(self, url: StoreUrl) -> None:
+        if url.path is None:
+            raise ValueError(f"{url} is not a SQLite store")
         self.url, self.path = url, url.path
         self.read_only = False
         self.conn = self._open()

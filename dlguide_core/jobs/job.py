@@ -72,6 +72,11 @@ class Job:
     def log_path(self) -> Path:
         return log_path(self.id)
 
+    @property
+    def checkpoint_file(self) -> Path | None:
+        """Its checkpoint, when one was saved and is still on disk."""
+        return Path(self.checkpoint) if self.checkpoint and Path(self.checkpoint).is_file() else None
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["class_names"] = list(self.class_names)

@@ -90,12 +90,19 @@ def share_checkpoint(env: DistEnv, path: str | Path) -> None:
         os.replace(tmp, path)
 
 
-def _local_sinks(env: DistEnv, store: JobStore, job_id: str) -> tuple[Any, TrainingSink]:
+def _owned(store: JobStore | None, job_id: str | None) -> tuple[JobStore, str]:
+    """The writer rank's store and job: find_writer gives that rank only to the process that owns the job."""
+    if store is None or job_id is None:
+        raise RuntimeError("the writer rank went to a process that does not own the job")
+    return store, job_id
+
+
+def _local_sinks(env: DistEnv, store: JobStore | None, job_id: str) -> tuple[Any, TrainingSink]:
     """(the sink signals talk to, the sink the loop reports through)."""
     if not env.is_writer:
         local = StopFlagSink()
         return local, WriterRankSink(local, env)
-    store_sink = StoreSink(store.url, job_id)
+    store_sink = StoreSink(_owned(store, job_id)[0].url, job_id)
     return store_sink, WriterRankSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
 
 
@@ -138,7 +145,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
     store = open_store() if job_id else None
     try:
         env = replace(env, writer_rank=distributed.find_writer(env, owns_job=job_id is not None))
-        payload = distributed.broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None,
+        payload = distributed.broadcast_json(_writer_payload(*_owned(store, job_id), env) if env.is_writer else None,
                                              env.writer_rank)
         try:  # the rendezvous has no authentication: whoever won the writer rank is checked (jobs.join_checks)
             payload = payload if env.is_writer else check_payload(payload, job_id)
@@ -160,10 +167,11 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
                 local.close()
         status, message, code = _outcome(env, result, error, local)
         if env.is_writer and status:
-            store.finish(payload["job_id"], status, message)
-            print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
-            if store.get(payload["job_id"], refresh=False).executor == "local":
-                dispatch(store)  # our slot is free: start the next queued job, as the job runner does
+            writer_store, owned_id = _owned(store, job_id)
+            writer_store.finish(owned_id, status, message)
+            print(f"job {owned_id} {status}" + (f": {message}" if message else ""), flush=True)
+            if writer_store.get(owned_id, refresh=False).executor == "local":
+                dispatch(writer_store)  # our slot is free: start the next queued job, as the job runner does
         return code
     finally:
         if store is not None:

@@ -31,7 +31,8 @@ from dlguide_core.errors import ImageError
 # 50 MP: a full-resolution 48/50 MP phone photo or a 45 MP camera still passes; a PNG or WebP (which
 # cannot decode at a smaller scale) then needs at most 200 MB while it decodes, not the 400 MB of 100 MP.
 DEFAULT_MAX_PIXELS = 50_000_000
-PILLOW_HARD_LIMIT = 2 * Image.MAX_IMAGE_PIXELS  # Pillow refuses larger images itself, whatever we allow
+# Pillow refuses larger images itself, whatever we allow (its limit is None only where a program switched it off)
+PILLOW_HARD_LIMIT = 2 * (Image.MAX_IMAGE_PIXELS or DEFAULT_MAX_PIXELS)
 DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's visitors share it)
 MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
 HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from dlguide_core.cli.common import dataset_path
 from dlguide_core.errors import DistributedError
@@ -84,7 +85,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     ray.add_argument("--ray-address", metavar="URL", help="Ray's job API, e.g. http://HEAD:8265; default: RAY_ADDRESS")
 
 
-def build_config(args: argparse.Namespace):
+def build_config(args: argparse.Namespace) -> Any:
     from dlguide_core.training import distributed
 
     overrides = {name: getattr(args, name) for name in FIELDS}

@@ -29,7 +29,7 @@ from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 
-Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
+Progress = Callable[[str, float], object]  # (what is happening, fraction done in [0, 1]); its return is ignored
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)
 TARGETS = ("auto", "gpu", "cpu")
 GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")

@@ -6,6 +6,8 @@ int8 on the CPU provider runs the statically quantised copy of the export (`quan
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -137,7 +139,7 @@ def physical_cores() -> int:
     return psutil.cpu_count(logical=False) or os.cpu_count() or 1
 
 
-def session_options(options: BackendOptions):
+def session_options(options: BackendOptions) -> Any:
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
     import onnxruntime as ort
 

@@ -40,6 +40,7 @@ class TorchBackend(Backend):
         return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        self._device = loaded.device
         self._module = loaded.model  # fp32 only: `availability` refuses other precisions
         if self.options.torch_compile:
             progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
@@ -53,7 +54,7 @@ class TorchBackend(Backend):
 
     @torch.inference_mode()
     def run(self, batch: torch.Tensor) -> torch.Tensor:
-        return self._module(batch.to(self.loaded.device)).float().cpu()
+        return self._module(batch.to(self._device)).float().cpu()
 
 
 def torch_compile_status() -> tuple[bool, str]:

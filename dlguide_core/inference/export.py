@@ -180,7 +180,7 @@ def _metadata(loaded: LoadedModel, exporter: str) -> dict[str, str]:
     }
 
 
-def write_checked(proto, path: Path, metadata: dict[str, str]) -> None:
+def write_checked(proto: Any, path: Path, metadata: dict[str, str]) -> None:
     """Add metadata, save atomically, and run onnx.checker on the file."""
     import onnx
 

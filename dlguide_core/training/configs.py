@@ -58,8 +58,8 @@ class TrainConfig:
         # Every number in a range named in its message: refused at submit, not hours later in the job.
         for name, label, low, high in INT_RANGES:
             _check_range(label, getattr(self, name), low, high, whole=True)
-        for name, label, low, high, open_low in FLOAT_RANGES:
-            _check_range(label, getattr(self, name), low, high, whole=False, open_low=open_low)
+        for name, label, bottom, top, open_low in FLOAT_RANGES:
+            _check_range(label, getattr(self, name), bottom, top, whole=False, open_low=open_low)
         if self.max_steps is not None:
             _check_range("max steps", self.max_steps, 1, MAX_STEPS, whole=True)
         _check(0.0 <= self.label_smoothing < 1.0, "label smoothing must be in [0, 1)")

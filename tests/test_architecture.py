@@ -403,3 +403,18 @@ def test_tests_mirror_the_package():
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert subpackages <= folders, f"no tests/<name>/ for {sorted(subpackages - folders)}"
     assert folders - subpackages <= {"pages", "ui", "served", "support"}, sorted(folders - subpackages)
+
+
+@pytest.mark.slow
+def test_the_type_checker_is_clean():
+    """mypy with pyproject.toml's [tool.mypy] (what `make lint` runs): the core, ui/, pages/ and the entry points.
+    About 20 s cold on a 2-core machine; its cache (.mypy_cache) makes a rerun take about a second."""
+    done = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_make_lint_runs_the_type_checker_after_ruff():
+    lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert lint is not None
+    steps = lint.group(1).split("\n")
+    assert "ruff check" in steps[0] and "-m mypy" in steps[1], steps

@@ -216,10 +216,10 @@ def job_progress(job_id: str, key: str) -> None:
         st.info(f"Evaluation job {job_id} queued: it starts when a running job frees its device.")
         return
     row = store.summary(job)
-    done, total = row["step"] or 0, row["total_steps"]
-    speed = f" · {row['images_per_s']:.1f} images/s" if row["images_per_s"] else ""
+    done, total = row.step or 0, row.total_steps
+    speed = f" · {row.images_per_s:.1f} images/s" if row.images_per_s else ""
     st.progress(done / total if total else 0.0, text=f"Evaluation job {job_id}: {done}/{total or '?'} images"
-                + speed + (f" · about {row['eta_s']:.0f} s left" if row["eta_s"] is not None else ""))
+                + speed + (f" · about {row.eta_s:.0f} s left" if row.eta_s is not None else ""))
     if st.button("Cancel evaluation", key=f"{key}_cancel_job"):
         try:
             act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)

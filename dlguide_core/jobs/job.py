@@ -84,6 +84,25 @@ class Job:
         return data
 
 
+@dataclass(frozen=True)
+class JobSummary:
+    """One job-table row (JobStore.summary): progress, recent images/s and an ETA. Its fields, in this order,
+    lead each `jobs list --json` record."""
+
+    id: str
+    recipe: str
+    status: str
+    epoch: int | None  # of the last step (0 = the first)
+    step: int | None  # the last step recorded
+    total_steps: int | None
+    images_per_s: float | None  # the mean of the recent steps
+    eta_s: float | None  # from the recent step rate, while it runs
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def devices_of(config: str | dict[str, Any] | None) -> int:
     """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
     data = json.loads(config) if isinstance(config, str) else (config or {})

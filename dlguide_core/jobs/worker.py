@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.gpu_slots import process_slot
 from dlguide_core.jobs.join_checks import check_payload
 from dlguide_core.jobs.queue import dispatch
@@ -121,9 +121,7 @@ def _outcome(env: DistEnv, result: Any, exc: BaseException | None, local: Any) -
 
 def _short(exc: BaseException) -> str:
     """The first line of a collective's error, without the C++ source location."""
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". This is typically")[0]
-    return text[:160]
+    return re.sub(r"^\[[^\]]*\]\s*", "", error_summary(exc)).split(". This is typically")[0]
 
 
 def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:

@@ -38,13 +38,15 @@ class _EarlySignal:
 
 
 def _open_store(job_id: str) -> JobStore | None:
+    from dlguide_core.errors import first_line
     from dlguide_core.jobs.store import open_store
     from dlguide_core.jobs.store_url import mask
 
     try:
         return open_store()
     except Exception as exc:  # noqa: BLE001 - any failure to open is the same one line, and the job cannot go on
-        print(f"job {job_id}: the job store cannot be opened here ({mask(str(exc)).splitlines()[0][:300]}); "
+        detail = first_line(mask(str(exc))) or type(exc).__name__  # masked before it is cut
+        print(f"job {job_id}: the job store cannot be opened here ({detail}); "
               "set DLGUIDE_STORE_URL to a store every node reaches (see docs/CLUSTERS.md)", file=sys.stderr,
               flush=True)
         return None

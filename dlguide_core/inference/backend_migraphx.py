@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from dlguide_core import migraphx_lib, settings
+from dlguide_core.errors import error_summary
 from dlguide_core.inference import backend_base
 from dlguide_core.inference.backend_base import (
     Availability,
@@ -37,7 +38,6 @@ from dlguide_core.inference.backend_base import (
     BackendOptions,
     Progress,
     sample_batch,
-    short_error,
 )
 from dlguide_core.inference.export import OnnxExport
 from dlguide_core.vision.models import LoadedModel
@@ -137,7 +137,7 @@ class MigraphxBackend(Backend):
         except BackendError:
             raise
         except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
-            raise BackendError(f"MIGraphX failed: {short_error(exc)}") from exc
+            raise BackendError(f"MIGraphX failed: {error_summary(exc)}") from exc
         self._input = export.input_name
         self._compiled_batch = self._check_parameters(export, loaded.preset.crop)
         self.mxr_path: str = str(self.mxr_path if self.options.mxr else path)

@@ -6,6 +6,7 @@ import os
 
 import torch
 
+from dlguide_core.errors import error_summary
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -13,7 +14,6 @@ from dlguide_core.inference.backend_base import (
     BackendOptions,
     Progress,
     sample_batch,
-    short_error,
 )
 from dlguide_core.vision.models import LoadedModel
 
@@ -49,7 +49,7 @@ class TorchBackend(Backend):
             try:
                 self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
             except Exception as exc:
-                raise BackendError(f"torch.compile failed: {short_error(exc)}") from exc
+                raise BackendError(f"torch.compile failed: {error_summary(exc)}") from exc
         progress("Ready", 1.0)
 
     @torch.inference_mode()

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.inference.export import MAX_BATCH, ExportError, forward_input_name, write_checked
 from dlguide_core.vision.models import build_model, drop_aux_head
 
@@ -43,8 +43,7 @@ def trace_to_onnx(model: torch.nn.Module, crop: int, exporter: str, opset: int |
     except DlguideError:
         raise
     except Exception as exc:  # torch.onnx raises many unrelated types
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ExportError(f"ONNX export ({exporter}) failed: {first[:300]}") from exc
+        raise ExportError(f"ONNX export ({exporter}) failed: {error_summary(exc)}") from exc
 
 
 def _export_dynamo(model: torch.nn.Module, example: torch.Tensor, opset: int | None) -> Any:

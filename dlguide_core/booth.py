@@ -79,10 +79,6 @@ def seconds_left(last_active: float, now: float, idle_s: float) -> float:
     return max(0.0, idle_s - (now - last_active))
 
 
-def is_idle(last_active: float, now: float, idle_s: float) -> bool:
-    return seconds_left(last_active, now, idle_s) <= 0.0
-
-
 def attract_index(now: float, count: int, period_s: float = ATTRACT_PERIOD_S) -> int:
     """Which of `count` samples the attract view shows at wall time `now` (all kiosk screens agree)."""
     return int(now // period_s) % count if count > 0 else 0

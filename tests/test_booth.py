@@ -42,8 +42,8 @@ def test_idle_seconds_from_env(monkeypatch: pytest.MonkeyPatch, raw: str | None,
 
 def test_idle_countdown() -> None:
     assert booth.seconds_left(100.0, 110.0, 60.0) == 50.0
-    assert not booth.is_idle(100.0, 159.9, 60.0)
-    assert booth.is_idle(100.0, 160.0, 60.0)
+    assert booth.seconds_left(100.0, 159.9, 60.0) > 0.0
+    assert booth.seconds_left(100.0, 160.0, 60.0) == 0.0  # due: the page resets
     assert booth.seconds_left(100.0, 500.0, 60.0) == 0.0
 
 

@@ -47,7 +47,7 @@ class Lookup:
 
 
 
-def candidate_folders() -> list[tuple[str, Path | None]]:
+def fallback_folders() -> list[tuple[str, Path | None]]:
     """The fallback folders in the order they are tried: (how, folder or None when unset)."""
     named = os.environ.get("MIGRAPHX_PYTHONPATH", "").strip()
     rocm = os.environ.get("ROCM_PATH", "").strip() or DEFAULT_ROCM_PATH
@@ -85,7 +85,7 @@ def load() -> tuple[ModuleType, Lookup]:
     except Exception as exc:  # a broken ROCm install raises all sorts
         broken = True
         tried.append(f"import migraphx failed: {error_summary(exc)}")
-    for how, folder in candidate_folders():
+    for how, folder in fallback_folders():
         if folder is None:
             tried.append(f"{how} unset")
             continue

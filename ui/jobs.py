@@ -7,8 +7,6 @@ status as the store has it: queued, running, or failed with its reason."""
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +14,7 @@ from dlguide_core.jobs import launch
 from dlguide_core.jobs.background import dispatch_in_background
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, JobSummary
 from ui.cache import app_scheduler_watcher
+from ui.durations import duration_text
 from ui.executors import job_note, scheduler_banner, where
 from ui.job_view import picked_job
 from ui.live_curves import join_comparison, live_curves
@@ -33,10 +32,7 @@ def job_started(store: JobStore, job: Job) -> None:
 def eta_text(summary: JobSummary, validating: bool) -> str:
     if validating:
         return "validating"
-    seconds = summary.eta_s
-    if seconds is None:
-        return ""
-    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if seconds < 86400 else f"{seconds / 86400:.1f} days"
+    return duration_text(summary.eta_s)
 
 
 def is_validating(job: Job, summary: JobSummary, epoch_rows: int) -> bool:

@@ -29,10 +29,9 @@ from dlguide_core.jobs.evaluation_job import (
 )
 from dlguide_core.jobs.store import ACTIVE, JobStore
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
+from ui import charts
 from ui.auth import act_on_job, current_user
 from ui.cache import app_job_store, existing_job_store, get_model
-
-MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
 
 
 def _unique(labels: list[str], classes: list[str]) -> list[str]:
@@ -65,7 +64,7 @@ def confusion_figure(result: dict) -> go.Figure:
         hovertemplate="true: %{y} (%{customdata[1]})<br>predicted: %{x} (%{customdata[2]})<br>"
                       "%{customdata[0]} images (%{z:.1f} % of the class)<extra></extra>",
         colorbar=dict(title="% of true")))
-    many = len(shown) > MANY_CLASSES
+    many = len(shown) > charts.MANY_CLASSES
     fig.update_layout(title="Confusion matrix (rows: true class, worst first; % of each true class)",
                       height=min(900, 320 + (4 if many else 22) * len(shown)), margin=dict(l=10, r=10, t=50, b=10))
     fig.update_xaxes(title="predicted", showticklabels=not many, tickangle=-45)
@@ -77,13 +76,8 @@ def per_class_figure(result: dict) -> go.Figure:
     order, names, percent = sorted_classes(result)
     accuracy = np.diag(percent)
     keep = [i for i in order if not np.isnan(accuracy[i])]
-    ids = [str(result["confusion"]["classes"][i]) for i in keep]
-    fig = go.Figure(go.Bar(x=[names[i] for i in keep], y=[accuracy[i] for i in keep], marker_color="#1f5fbf",
-                           customdata=ids, hovertemplate="%{x} (%{customdata}): %{y:.1f} %<extra></extra>"))
-    fig.update_layout(title="Top-1 per class (%, worst first)", height=300, yaxis_range=[0, 100],
-                      margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(showticklabels=len(keep) <= MANY_CLASSES)
-    return fig
+    return charts.per_class_figure([names[i] for i in keep], [str(result["confusion"]["classes"][i]) for i in keep],
+                                   [float(accuracy[i]) for i in keep], title="Top-1 per class (%, worst first)")
 
 
 def show_evaluation(result: dict, key: str) -> None:

@@ -24,7 +24,7 @@ import torch
 
 from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.gpu_slots import process_slot
-from dlguide_core.jobs.join_checks import check_payload
+from dlguide_core.jobs.join_checks import WorkerPayload, check_payload
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
@@ -53,12 +53,12 @@ def _reclaim(store: JobStore, job_id: str, env: DistEnv) -> bool:
     return True
 
 
-def _writer_payload(store: JobStore, job_id: str, env: DistEnv) -> dict[str, Any]:
+def _writer_payload(store: JobStore, job_id: str, env: DistEnv) -> WorkerPayload:
     if not _reclaim(store, job_id, env):
-        return {"action": "exit"}
+        return WorkerPayload(action="exit")
     job = store.get(job_id, refresh=False)
     resume = RunContext(job_id, job.recipe, job.job_dir, NullSink()).checkpoint_path.is_file()
-    return {"action": "run", "job_id": job_id, "recipe": job.recipe, "config": job.config, "resume": resume}
+    return WorkerPayload(action="run", job_id=job_id, recipe=job.recipe, config=job.config, resume=resume)
 
 
 def _file_digest(path: Path) -> bytes:
@@ -124,7 +124,7 @@ def _short(exc: BaseException) -> str:
     return re.sub(r"^\[[^\]]*\]\s*", "", error_summary(exc)).split(". This is typically")[0]
 
 
-def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:
+def _train(env: DistEnv, payload: WorkerPayload, data: str | None, sink: TrainingSink) -> Any:
     recipe = get_recipe(payload["recipe"])
     config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
     folder = job_dir(payload["job_id"])

@@ -1,6 +1,6 @@
 # make run   -> create .venv, install, serve the app on 127.0.0.1:$(PORT) (DLGUIDE_ADDRESS and
 #               DLGUIDE_ALLOWED_HOSTS serve a network: README, Serving to a team)
-# make test  -> create .venv, install, ruff + the whole pytest suite (browser tests included)
+# make test  -> create .venv, install, ruff + mypy (make lint) + the whole pytest suite (browser tests included)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501

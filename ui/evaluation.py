@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -28,6 +29,9 @@ from dlguide_core.jobs.evaluation_job import (
     stored_result,
 )
 from dlguide_core.jobs.store import ACTIVE, JobStore
+
+if TYPE_CHECKING:  # dlguide_core.evaluation imports torch: loaded when an evaluation runs
+    from dlguide_core.evaluation import EvaluationJson, MistakeJson
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
 from ui import charts
 from ui.auth import act_on_job, current_user
@@ -40,7 +44,7 @@ def _unique(labels: list[str], classes: list[str]) -> list[str]:
     return [label if counts[label] == 1 else f"{label} ({cls})" for label, cls in zip(labels, classes)]
 
 
-def sorted_classes(result: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
+def sorted_classes(result: EvaluationJson) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(order worst class first, readable names, row-normalised percent matrix)."""
     conf = result["confusion"]
     matrix = np.asarray(conf["matrix"], dtype=np.float64)  # (C, C) counts
@@ -51,7 +55,7 @@ def sorted_classes(result: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
     return order, _unique(list(conf["labels"]), list(conf["classes"])), percent
 
 
-def confusion_figure(result: dict) -> go.Figure:
+def confusion_figure(result: EvaluationJson) -> go.Figure:
     """Heatmap, rows and columns in the same order (worst class first) so the diagonal stays one."""
     order, names, percent = sorted_classes(result)
     counts = np.asarray(result["confusion"]["matrix"])[np.ix_(order, order)]
@@ -72,7 +76,7 @@ def confusion_figure(result: dict) -> go.Figure:
     return fig
 
 
-def per_class_figure(result: dict) -> go.Figure:
+def per_class_figure(result: EvaluationJson) -> go.Figure:
     order, names, percent = sorted_classes(result)
     accuracy = np.diag(percent)
     keep = [i for i in order if not np.isnan(accuracy[i])]
@@ -80,7 +84,7 @@ def per_class_figure(result: dict) -> go.Figure:
                                    [float(accuracy[i]) for i in keep], title="Top-1 per class (%, worst first)")
 
 
-def show_evaluation(result: dict, key: str) -> None:
+def show_evaluation(result: EvaluationJson, key: str) -> None:
     """Numbers, the restricted-label note, heatmap + top confusions, per-class bars, mistakes, downloads."""
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Top-1", f"{result['top1']:.2f} %")
@@ -88,8 +92,8 @@ def show_evaluation(result: dict, key: str) -> None:
     c3.metric("Mean loss", f"{result['loss']:.4f}")
     c4.metric("Images/s", f"{result['images_per_s']:.1f}", help=f"{result['images']} images")
     st.caption(f"{result['weights']} on `{result['data']}` / {result['split']}: {result['images']} images")
-    if result.get("note"):
-        st.info(result["note"].capitalize(), icon=":material/filter_alt:")
+    if note := result.get("note"):
+        st.info(note.capitalize(), icon=":material/filter_alt:")
     heat, top = st.columns([3, 1])
     heat.plotly_chart(confusion_figure(result), key=f"{key}_confusion")
     top.markdown("**Top confusions**")
@@ -104,7 +108,7 @@ def show_evaluation(result: dict, key: str) -> None:
                           file_name="confusion_matrix.csv", mime="text/csv", key=f"{key}_download_csv")
 
 
-def mistakes_grid(mistakes: list[dict], columns: int = 4) -> None:
+def mistakes_grid(mistakes: list[MistakeJson], columns: int = 4) -> None:
     if not mistakes:
         return
     st.markdown("**Most confident mistakes**")

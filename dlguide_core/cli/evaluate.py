@@ -13,8 +13,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlguide_core.cli.common import EXIT_OK, EXIT_USAGE, dataset_path, download_progress, positive_int
+
+if TYPE_CHECKING:  # the evaluation module imports torch: loaded only when an evaluation runs
+    from dlguide_core.evaluation import EvaluationJson
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -99,7 +103,7 @@ def _progress_line() -> Callable[[int, int], None] | None:
     return show
 
 
-def _print_text(data: dict) -> None:
+def _print_text(data: EvaluationJson) -> None:
     print(f"{data['weights']} on {data['data']}/{data['split']}: {data['images']} images, "
           f"{data['images_per_s']:.1f} images/s")
     if data["note"]:

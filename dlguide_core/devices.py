@@ -50,9 +50,7 @@ class TensorflowDevice(TypedDict):
     type: str  # "CPU", "GPU"
 
 
-class TensorflowInfo(TypedDict, total=False):
-    """What the TensorFlow probe saw (`devices --json`'s `tensorflow`): the four keys, or `error` alone."""
-
+class TensorflowInfo(TypedDict, total=False):  # `devices --json`'s "tensorflow": the four keys, or "error" alone
     version: str
     devices: list[TensorflowDevice]
     built_with_rocm: bool
@@ -60,9 +58,7 @@ class TensorflowInfo(TypedDict, total=False):
     error: str
 
 
-class MigraphxTarget(TypedDict):
-    """What one MIGraphX target runs here (`devices --json`'s `migraphx_targets`, by target)."""
-
+class MigraphxTarget(TypedDict):  # what one MIGraphX target runs here (`devices --json`'s "migraphx_targets")
     precisions: list[str]
     exhaustive_tune: bool
     error: str | None

@@ -1,6 +1,6 @@
 # make run   -> create .venv, install, serve the app on 127.0.0.1:$(PORT) (DLGUIDE_ADDRESS and
 #               DLGUIDE_ALLOWED_HOSTS serve a network: README, Serving to a team)
-# make test  -> create .venv, install, ruff + the whole pytest suite (browser tests included)
+# make test  -> create .venv, install, ruff + mypy (make lint) + the whole pytest suite (browser tests included)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
@@ -35,8 +35,10 @@ kiosk: install
 dev: install
 	$(PY) serve.py --server.port $(PORT) --server.fileWatcherType poll --server.runOnSave true
 
+# mypy: the settings in pyproject.toml ([tool.mypy]); its cache (.mypy_cache) makes a rerun take about a second.
 lint: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # Debian chromium for the Playwright browser tests (Playwright's own browser download
 # needs the internet; Debian's package does not).

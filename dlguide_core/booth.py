@@ -34,10 +34,10 @@ Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> 
 
 
 @dataclass(frozen=True)
-class Runner:
+class Predictor:
     """How the kiosk runs the model: a backend name, the device it runs on, and its forward.
 
-    One runner is shared by every visitor; `lock` lets one forward (or Grad-CAM) run at a
+    One predictor is shared by every visitor; `lock` lets one forward (or Grad-CAM) run at a
     time: concurrent forwards on one device only fight over its cores and multiply peak
     memory, so queueing keeps latency fair and the server's memory flat all day.
     """
@@ -79,16 +79,12 @@ def seconds_left(last_active: float, now: float, idle_s: float) -> float:
     return max(0.0, idle_s - (now - last_active))
 
 
-def is_idle(last_active: float, now: float, idle_s: float) -> bool:
-    return seconds_left(last_active, now, idle_s) <= 0.0
-
-
 def attract_index(now: float, count: int, period_s: float = ATTRACT_PERIOD_S) -> int:
     """Which of `count` samples the attract view shows at wall time `now` (all kiosk screens agree)."""
     return int(now // period_s) % count if count > 0 else 0
 
 
-def device_name(device: torch.device) -> str:
+def device_label(device: torch.device) -> str:
     if device.type == "cuda":
         return f"GPU · {torch.cuda.get_device_name(device)}"
     return f"CPU · {os.cpu_count()} cores"
@@ -99,7 +95,7 @@ def backend_choice() -> str:
     return os.environ.get("DLGUIDE_KIOSK_BACKEND", "").strip().lower() or "auto"
 
 
-def fastest_runner(loaded: LoadedModel) -> Runner:
+def fastest_predictor(loaded: LoadedModel) -> Predictor:
     """The kiosk's predictor: the fastest available compiled backend (or DLGUIDE_KIOSK_BACKEND's), prepared once.
 
     Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
@@ -116,7 +112,7 @@ def fastest_runner(loaded: LoadedModel) -> Runner:
     else:
         raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(registry.BACKENDS)}, "
                            f"not {choice!r}")
-    return Runner(f"{variant_label(backend)} · {backend.provider}", provider_device(backend.provider, loaded),
+    return Predictor(f"{variant_label(backend)} · {backend.provider}", provider_device(backend.provider, loaded),
                   backend.run, why=why)
 
 
@@ -124,7 +120,7 @@ RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per conte
 
 
 def choice_rule() -> str:
-    """The rule `fastest_runner` follows, in words, for the booth info and the Devices page."""
+    """The rule `fastest_predictor` follows, in words, for the booth info and the Devices page."""
     from dlguide_core.inference.choice import AGREEMENT_MIN, CHECK_VAL_PHOTOS
 
     return (f"Booth backend: DLGUIDE_KIOSK_BACKEND when set; else a compiled GPU runtime when there is one "
@@ -190,26 +186,26 @@ def measure_p50_ms(backend: Backend, batch: torch.Tensor) -> float:
 def provider_device(provider: str, loaded: LoadedModel) -> str:
     """Where a backend's provider runs, in words: "CPU · 2 cores" or "GPU · <name>"."""
     on_cpu = provider.lower().startswith(("cpu", "migraphx:cpu")) or provider == "ref"
-    return device_name(torch.device("cpu") if on_cpu or not torch.cuda.is_available() else loaded.device)
+    return device_label(torch.device("cpu") if on_cpu or not torch.cuda.is_available() else loaded.device)
 
 
-def predict_timed(loaded: LoadedModel, runner: Runner, image: Image.Image, k: int = 5) -> TimedPrediction:
-    """Top-k of one image with `runner`, timed from preprocessing to top-k."""
+def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image, k: int = 5) -> TimedPrediction:
+    """Top-k of one image with `predictor`, timed from preprocessing to top-k."""
     start = time.perf_counter()
     batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
     prepared = time.perf_counter()
-    with runner.lock:
+    with predictor.lock:
         began = time.perf_counter()
-        logits = runner.logits(batch)
+        logits = predictor.logits(batch)
     top = top_k(logits, loaded.class_names, k)[0]
     latency_ms = ((prepared - start) + (time.perf_counter() - began)) * 1000  # time queued for the lock excluded
-    return TimedPrediction(top, latency_ms, runner.backend, runner.device)
+    return TimedPrediction(top, latency_ms, predictor.backend, predictor.device)
 
 
-def attract_items(loaded: LoadedModel, runner: Runner, k: int = 5) -> list[AttractItem]:
+def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list[AttractItem]:
     """The bundled sample photos with their predictions, in display order."""
     items = []
     for name, path in bundled_samples().items():
         image = load_image(path)
-        items.append(AttractItem(name, image, predict_timed(loaded, runner, image, k).top))
+        items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top))
     return items

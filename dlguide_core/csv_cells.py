@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -24,7 +24,7 @@ def safe_cell(value: Any) -> Any:
 class SafeWriter:
     """csv.writer with every cell passed through `safe_cell`."""
 
-    def __init__(self, out, **kwargs: Any) -> None:
+    def __init__(self, out: IO[str], **kwargs: Any) -> None:
         self._writer = csv.writer(out, **kwargs)
 
     def writerow(self, row: Iterable[Any]) -> None:
@@ -35,6 +35,6 @@ class SafeWriter:
             self.writerow(row)
 
 
-def writer(out, **kwargs: Any) -> SafeWriter:
+def writer(out: IO[str], **kwargs: Any) -> SafeWriter:
     """A csv.writer over `out` that escapes formula-like text cells."""
     return SafeWriter(out, **kwargs)

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -45,6 +45,25 @@ class Check:
     detail: str
 
 
+class TensorflowDevice(TypedDict):
+    name: str  # "/physical_device:GPU:0"
+    type: str  # "CPU", "GPU"
+
+
+class TensorflowInfo(TypedDict, total=False):  # `devices --json`'s "tensorflow": the four keys, or "error" alone
+    version: str
+    devices: list[TensorflowDevice]
+    built_with_rocm: bool
+    built_with_cuda: bool
+    error: str
+
+
+class MigraphxTarget(TypedDict):  # what one MIGraphX target runs here (`devices --json`'s "migraphx_targets")
+    precisions: list[str]
+    exhaustive_tune: bool
+    error: str | None
+
+
 @dataclass(frozen=True)
 class DeviceReport:
     torch: str
@@ -56,11 +75,10 @@ class DeviceReport:
     migraphx: bool
     migraphx_detail: str
     onnxruntime_providers: tuple[str, ...]
-    tensorflow: dict[str, Any] | None
+    tensorflow: TensorflowInfo | None
     smi: tuple[SmiReading, ...]
     checks: tuple[Check, ...] = field(default=())
-    # per MIGraphX target (gpu, cpu): {"precisions": [...], "exhaustive_tune": bool, "error": str | None}
-    migraphx_targets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    migraphx_targets: dict[str, MigraphxTarget] = field(default_factory=dict)  # by target: gpu, cpu
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -103,7 +121,7 @@ def migraphx_status() -> tuple[bool, str]:
     return ok, detail
 
 
-def migraphx_targets() -> dict[str, dict[str, Any]]:
+def migraphx_targets() -> dict[str, MigraphxTarget]:
     """What each MIGraphX target runs here (probed once per process), or {} when MIGraphX does not load."""
     from dlguide_core import migraphx_lib
 
@@ -112,8 +130,8 @@ def migraphx_targets() -> dict[str, dict[str, Any]]:
     out = {}
     for target in ("gpu", "cpu"):
         support = migraphx_lib.target_support(target)
-        out[target] = {"precisions": list(support.precisions), "exhaustive_tune": support.exhaustive_tune,
-                       "error": support.error}
+        out[target] = MigraphxTarget(precisions=list(support.precisions), exhaustive_tune=support.exhaustive_tune,
+                                     error=support.error)
     return out
 
 
@@ -136,7 +154,7 @@ _TF_PROBE = (
 
 
 @lru_cache(maxsize=1)
-def tensorflow_info(timeout: float = 120.0) -> dict[str, Any] | None:
+def tensorflow_info(timeout: float = 120.0) -> TensorflowInfo | None:
     """TensorFlow's version and devices from a child process; None when TF is not installed."""
     if importlib.util.find_spec("tensorflow") is None:
         return None
@@ -149,7 +167,8 @@ def tensorflow_info(timeout: float = 120.0) -> dict[str, Any] | None:
     if out.returncode != 0 or not lines:
         tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"import tensorflow failed: {tail[:200]}"}
-    return json.loads(lines[-1])
+    info: TensorflowInfo = json.loads(lines[-1])  # the probe's four keys (_TF_PROBE)
+    return info
 
 
 def smi_readings() -> tuple[SmiReading, ...]:
@@ -219,7 +238,7 @@ def parse_amd_smi(text: str) -> list[SmiReading]:
     """Parse `amd-smi metric --json`: a list of GPUs, or {"gpu_data": [...]} in newer releases."""
     data = json.loads(text)
     gpus = data.get("gpu_data", []) if isinstance(data, dict) else data
-    readings = []
+    readings: list[SmiReading] = []
     for gpu in gpus:
         usage = gpu.get("usage") or {}
         temp = gpu.get("temperature") or {}

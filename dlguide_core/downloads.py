@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dlguide_core.errors import DlguideError
 
-ProgressFn = Callable[[int, int], None]  # (bytes_done, bytes_total or 0)
+ProgressFn = Callable[[int, int], object]  # (bytes_done, bytes_total or 0); its return value is ignored
 CHUNK = 1 << 20
 
 

@@ -1,4 +1,21 @@
-"""User-facing errors: one line each, safe to show in the app or print from the CLI."""
+"""User-facing errors: one line each, safe to show in the app or print from the CLI; and the one way a foreign
+exception (a library's, a subprocess's) is cut to the one line quoted inside them."""
+
+import re
+
+SUMMARY_CHARS = 240  # the most a quoted first line keeps
+_CPP_LOCATION = re.compile(r"^\S+\.[ch]pp:\d+: \w+: ")  # "program.cpp:123: compile: " before a C++ message
+
+
+def first_line(text: str) -> str:
+    """The first line of `text` ("" when it is blank), without a C++ source location, cut to SUMMARY_CHARS."""
+    lines = text.strip().splitlines()
+    return _CPP_LOCATION.sub("", lines[0].strip())[:SUMMARY_CHARS] if lines else ""
+
+
+def error_summary(exc: BaseException) -> str:
+    """An exception in one line: its message's first line, or its type's name when it has no message."""
+    return first_line(str(exc)) or type(exc).__name__
 
 
 class DlguideError(Exception):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -34,7 +34,8 @@ WNIDS_FILE = Path(__file__).with_name("data") / "imagenet_wnids.txt"
 MISTAKES_KEPT = 16
 RESTRICTED_NOTE = ("restricted-label score: the ImageNet model's 1000 outputs were narrowed to the {n} classes "
                    "of this dataset (argmax and softmax over those only)")
-ProgressFn = Callable[[int, int], None]
+WrongGuess = tuple[float, int, int, int]  # (probability of the wrong class, sample index, target, predicted)
+ProgressFn = Callable[[int, int], object]  # its return value is ignored (a Streamlit element's update, say)
 
 
 class EvaluationError(DlguideError):
@@ -57,19 +58,59 @@ def per_class_accuracy(matrix: np.ndarray) -> np.ndarray:
         return np.where(totals > 0, 100.0 * np.diag(matrix) / totals, np.nan)
 
 
-def top_confusions(matrix: np.ndarray, names: Sequence[str], k: int = 10) -> list[dict[str, Any]]:
+class ConfusionCell(TypedDict):
+    true: str
+    predicted: str
+    count: int
+    percent: float  # of the true class's images
+
+
+class ConfusionJson(TypedDict):
+    classes: list[str]  # the dataset's class ids (folder names), in matrix order
+    labels: list[str]  # the same classes in words
+    matrix: list[list[int]]  # [true][predicted] counts
+
+
+class MistakeJson(TypedDict):
+    image: str
+    true: str
+    predicted: str
+    prob: float
+
+
+class EvaluationJson(TypedDict):
+    """The `evaluate --json` payload (also an evaluation job's stored result and the app's result view)."""
+
+    top1: float
+    top5: float
+    loss: float
+    per_class: dict[str, float]
+    confusion: ConfusionJson
+    images: int
+    images_per_s: float
+    seconds: float
+    restricted: bool
+    note: str | None
+    weights: str
+    data: str
+    split: str
+    top_confusions: list[ConfusionCell]
+    mistakes: list[MistakeJson]
+
+
+def top_confusions(matrix: np.ndarray, names: Sequence[str], k: int = 10) -> list[ConfusionCell]:
     """The k largest off-diagonal cells, most frequent first: {true, predicted, count, percent of true}."""
     off = matrix.copy()
     np.fill_diagonal(off, 0)
     order = np.argsort(off, axis=None, kind="stable")[::-1][:k]
     totals = matrix.sum(axis=1)
-    out = []
+    out: list[ConfusionCell] = []
     for flat in order:
         i, j = divmod(int(flat), matrix.shape[1])
         if off[i, j] == 0:
             break
-        out.append({"true": names[i], "predicted": names[j], "count": int(off[i, j]),
-                    "percent": round(float(100.0 * off[i, j] / totals[i]), 2)})
+        out.append(ConfusionCell(true=names[i], predicted=names[j], count=int(off[i, j]),
+                                 percent=round(float(100.0 * off[i, j] / totals[i]), 2)))
     return out
 
 
@@ -150,17 +191,18 @@ class EvalResult:
     def note(self) -> str | None:
         return RESTRICTED_NOTE.format(n=len(self.space.classes)) if self.space.restricted else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EvaluationJson:
         """The `evaluate --json` contract: top1, top5, loss, per_class, confusion, images, images_per_s
         (+ restricted, note, what was evaluated, top confusions and the most confident mistakes)."""
-        return {"top1": self.top1, "top5": self.top5, "loss": self.loss, "per_class": self.per_class,
-                "confusion": {"classes": list(self.space.classes), "labels": list(self.space.labels),
-                              "matrix": self.matrix.tolist()},
-                "images": self.images, "images_per_s": self.images_per_s, "seconds": self.seconds,
-                "restricted": self.space.restricted, "note": self.note, "weights": self.weights,
-                "data": self.data, "split": self.split,
-                "top_confusions": top_confusions(self.matrix, self.space.labels),
-                "mistakes": [m.__dict__ for m in self.mistakes]}
+        return EvaluationJson(
+            top1=self.top1, top5=self.top5, loss=self.loss, per_class=self.per_class,
+            confusion=ConfusionJson(classes=list(self.space.classes), labels=list(self.space.labels),
+                                    matrix=self.matrix.tolist()),
+            images=self.images, images_per_s=self.images_per_s, seconds=self.seconds,
+            restricted=self.space.restricted, note=self.note, weights=self.weights, data=self.data, split=self.split,
+            top_confusions=top_confusions(self.matrix, self.space.labels),
+            mistakes=[MistakeJson(image=m.image, true=m.true, predicted=m.predicted, prob=m.prob)
+                      for m in self.mistakes])
 
     def confusion_csv(self) -> str:
         return confusion_csv({"classes": self.space.classes, "matrix": self.matrix.tolist()})
@@ -197,7 +239,8 @@ def evaluate_model(loaded: LoadedModel, data: str | Path, *, split: str = "val",
     indices = pick(len(dataset), limit)
     loader = DataLoader(Subset(dataset, indices), batch_size=batch_size, shuffle=False)
     outputs = torch.tensor(space.outputs) if space.outputs is not None else None
-    counts, mistakes = np.zeros((len(space.classes),) * 2, dtype=np.int64), []
+    counts = np.zeros((len(space.classes),) * 2, dtype=np.int64)
+    mistakes: list[WrongGuess] = []
     loss_sum, top1, top5, done, start = 0.0, 0, 0, 0, time.perf_counter()
     for images, targets in loader:
         logits = predict_logits(loaded, images)  # (B, outputs) float32 on the CPU
@@ -221,7 +264,7 @@ def evaluate_model(loaded: LoadedModel, data: str | Path, *, split: str = "val",
                       loss_sum / max(done, 1), done, seconds, loaded.label, str(data), split, tuple(shown))
 
 
-def _keep_mistakes(heap: list, probs: torch.Tensor, predicted: torch.Tensor, targets: torch.Tensor,
+def _keep_mistakes(heap: list[WrongGuess], probs: torch.Tensor, predicted: torch.Tensor, targets: torch.Tensor,
                    samples: list[int]) -> None:
     """Keep the MISTAKES_KEPT wrong predictions with the highest probability (a min-heap)."""
     for row in torch.nonzero(predicted != targets).flatten().tolist():

@@ -23,8 +23,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # what MIGraphX quantises to (quantize_fp16/bf16/int8)
 TARGETS = ("gpu", "cpu", "ref")  # ref: MIGraphX's reference interpreter, a correctness oracle only
@@ -44,11 +45,9 @@ class Lookup:
     version: str
 
 
-def _short(exc: BaseException) -> str:
-    return ((str(exc).strip().splitlines() or [type(exc).__name__])[0])[:200]
 
 
-def candidate_folders() -> list[tuple[str, Path | None]]:
+def fallback_folders() -> list[tuple[str, Path | None]]:
     """The fallback folders in the order they are tried: (how, folder or None when unset)."""
     named = os.environ.get("MIGRAPHX_PYTHONPATH", "").strip()
     rocm = os.environ.get("ROCM_PATH", "").strip() or DEFAULT_ROCM_PATH
@@ -82,11 +81,11 @@ def load() -> tuple[ModuleType, Lookup]:
     except ImportError as exc:
         blocked = isinstance(exc, ModuleNotFoundError) or sys.modules.get("migraphx", 0) is None
         broken = not blocked
-        tried.append("not importable" if blocked else f"import migraphx failed: {_short(exc)}")
+        tried.append("not importable" if blocked else f"import migraphx failed: {error_summary(exc)}")
     except Exception as exc:  # a broken ROCm install raises all sorts
         broken = True
-        tried.append(f"import migraphx failed: {_short(exc)}")
-    for how, folder in candidate_folders():
+        tried.append(f"import migraphx failed: {error_summary(exc)}")
+    for how, folder in fallback_folders():
         if folder is None:
             tried.append(f"{how} unset")
             continue
@@ -103,7 +102,7 @@ def load() -> tuple[ModuleType, Lookup]:
             spec.loader.exec_module(module)
         except Exception as exc:  # ImportError from the loader, missing libraries, ABI mismatches
             broken = True
-            tried.append(f"{spec.origin} ({how}) failed to load: {_short(exc)}")
+            tried.append(f"{spec.origin} ({how}) failed to load: {error_summary(exc)}")
             continue
         sys.modules["migraphx"] = module  # later `import migraphx` anywhere gets this one
         _FOUND[id(module)] = (module, _lookup(module, how))  # the module is kept, so its id stays its own
@@ -152,13 +151,13 @@ def target_support(target: str) -> TargetSupport:
     return _SUPPORT[key][1]
 
 
-def _probe(migraphx, target: str) -> TargetSupport:
+def _probe(migraphx: ModuleType, target: str) -> TargetSupport:
     import numpy as np
 
     try:
         handle = migraphx.get_target(target)
     except Exception as exc:  # e.g. gpu without ROCm: "libmigraphx_gpu.so: cannot open shared object file"
-        return TargetSupport(target, error=f"MIGraphX has no {target} target here: {_short(exc)}")
+        return TargetSupport(target, error=f"MIGraphX has no {target} target here: {error_summary(exc)}")
     data = _probe_model()
     x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)  # (B, 3, H, W)
     runs, refused = [], {}
@@ -167,23 +166,24 @@ def _probe(migraphx, target: str) -> TargetSupport:
             _compile_run(migraphx, handle, data, x, precision, tune=False)
             runs.append(precision)
         except Exception as exc:
-            refused[precision] = f"MIGraphX refuses {precision} on its {target} target: {_short(exc)}"
+            refused[precision] = f"MIGraphX refuses {precision} on its {target} target: {error_summary(exc)}"
     try:
         _compile_run(migraphx, handle, data, x, "fp32", tune=True)
         tune = True
     except Exception as exc:
-        tune, refused["exhaustive_tune"] = False, f"MIGraphX refuses exhaustive_tune on {target}: {_short(exc)}"
+        tune, refused["exhaustive_tune"] = False, f"MIGraphX refuses exhaustive_tune on {target}: {error_summary(exc)}"
     return TargetSupport(target, tuple(runs), tune, refused)
 
 
-def _compile_run(migraphx, handle, data: bytes, x, precision: str, *, tune: bool) -> None:
+def _compile_run(migraphx: ModuleType, handle: Any, data: bytes, x: Any, precision: str, *, tune: bool) -> None:
     program = migraphx.parse_onnx_buffer(data)
     quantize(migraphx, program, handle, precision, [{"x": x}])
     program.compile(handle, offload_copy=True, exhaustive_tune=tune)
     program.run({"x": x})
 
 
-def quantize(migraphx, program, handle, precision: str, calibration: list[dict]) -> None:
+def quantize(migraphx: ModuleType, program: Any, handle: Any, precision: str,
+             calibration: list[dict[str, Any]]) -> None:
     """The guide's quantisation step: fp16/bf16 convert in place; int8 calibrates on `calibration`
     ([{input name: (B, 3, H, W) float32}]) for the target it will be compiled for."""
     if precision == "fp16":

@@ -26,8 +26,8 @@ def small() -> LoadedModel:
                        False, "t", "small-test")
 
 
-def eager(loaded: LoadedModel) -> booth.Runner:
-    return booth.Runner("eager", "CPU", lambda batch: predict_logits(loaded, batch))
+def eager(loaded: LoadedModel) -> booth.Predictor:
+    return booth.Predictor("eager", "CPU", lambda batch: predict_logits(loaded, batch))
 
 
 @pytest.mark.parametrize(("raw", "expected"), [(None, 60.0), ("5", 5.0), ("0.5", 0.5), ("0", 60.0), ("-3", 60.0),
@@ -42,8 +42,8 @@ def test_idle_seconds_from_env(monkeypatch: pytest.MonkeyPatch, raw: str | None,
 
 def test_idle_countdown() -> None:
     assert booth.seconds_left(100.0, 110.0, 60.0) == 50.0
-    assert not booth.is_idle(100.0, 159.9, 60.0)
-    assert booth.is_idle(100.0, 160.0, 60.0)
+    assert booth.seconds_left(100.0, 159.9, 60.0) > 0.0
+    assert booth.seconds_left(100.0, 160.0, 60.0) == 0.0  # due: the page resets
     assert booth.seconds_left(100.0, 500.0, 60.0) == 0.0
 
 
@@ -61,7 +61,7 @@ def test_predict_timed_matches_classify(small: LoadedModel) -> None:
 
 
 def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel) -> None:
-    runner = booth.Runner("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
+    runner = booth.Predictor("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
     image = Image.new("RGB", (160, 160), (200, 20, 20))
     start = time.perf_counter()
     runner.lock.acquire()
@@ -81,13 +81,13 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, small: LoadedModel) -> 
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
     assert booth.backend_choice() == "auto"
     monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "torch")
-    runner = booth.fastest_runner(small)
+    runner = booth.fastest_predictor(small)
     assert runner.backend.startswith("PyTorch") and runner.device.startswith("CPU")
     batch = torch.zeros(1, 3, 160, 160)
     assert torch.equal(runner.logits(batch), predict_logits(small, batch))
     monkeypatch.setenv("DLGUIDE_KIOSK_BACKEND", "warp-drive")
     with pytest.raises(DlguideError, match="auto or one of"):
-        booth.fastest_runner(small)
+        booth.fastest_predictor(small)
 
 
 def test_choice_rule_is_stated_from_the_constants_the_booth_uses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,6 +114,6 @@ def test_int8_competes_only_where_its_top1_agrees_with_eager(monkeypatch: pytest
     assert (backend.name, backend.options.precision) == ("onnxruntime", "fp32")
     assert "left out: ONNX Runtime int8 (top-1 agrees on 98.5% of" in why
     monkeypatch.setattr(choice, "top1_agreement", lambda _loaded, _backend, photos: 0.99)
-    runner = booth.fastest_runner(cifar)
+    runner = booth.fastest_predictor(cifar)
     assert runner.backend == "ONNX Runtime int8 · CPUExecutionProvider" and "ONNX Runtime int8 1.0 ms" in runner.why
     assert runner.logits(torch.zeros(1, 3, 32, 32)).shape == (1, 10)

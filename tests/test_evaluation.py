@@ -108,6 +108,12 @@ def test_restricted_mistakes_and_loss(tmp_path: Path) -> None:
     assert result.top1 == 0.0 and result.top5 == 100.0  # two classes: the truth is always in the top 5
     assert len(result.mistakes) == 4 and all(m.prob > 0.5 for m in result.mistakes)
     assert result.mistakes[0].prob >= result.mistakes[-1].prob
+    out = result.to_json()  # the `evaluate --json` keys, in the order they always came
+    assert list(out) == ["top1", "top5", "loss", "per_class", "confusion", "images", "images_per_s", "seconds",
+                         "restricted", "note", "weights", "data", "split", "top_confusions", "mistakes"]
+    assert list(out["confusion"]) == ["classes", "labels", "matrix"]
+    assert [list(m) for m in out["mistakes"]] == [["image", "true", "predicted", "prob"]] * 4
+    assert [list(c) for c in out["top_confusions"]] == [["true", "predicted", "count", "percent"]] * 2
     red_minus_blue = (210 / 255) / 0.226  # normalised channel difference, about 3.6
     expected_loss = float(torch.nn.functional.softplus(torch.tensor(2 * red_minus_blue)))
     assert result.loss == pytest.approx(expected_loss, rel=0.02)

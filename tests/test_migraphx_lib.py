@@ -44,7 +44,7 @@ def test_rocm_path_defaults_to_opt_rocm(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("ROCM_PATH", raising=False)
     monkeypatch.delenv("MIGRAPHX_PYTHONPATH", raising=False)
     expected = [("MIGRAPHX_PYTHONPATH", None), ("$ROCM_PATH/lib", Path("/opt/rocm/lib"))]
-    assert migraphx_lib.candidate_folders() == expected
+    assert migraphx_lib.fallback_folders() == expected
 
 
 def test_a_module_that_fails_to_load_is_reported_as_unusable(no_migraphx: Path):

@@ -35,7 +35,8 @@ def current_user() -> str | None:
     """Who is signed in, as job owners are recorded: the email claim, else the subject; None when signed out."""
     if not signed_in():
         return None
-    return st.user.get("email") or st.user.get("sub")
+    user = st.user.get("email") or st.user.get("sub")
+    return str(user) if user else None
 
 
 def providers() -> list[str | None]:

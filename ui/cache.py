@@ -91,9 +91,9 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
 
 @st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
 def _cached_kiosk_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
-    from dlguide_core.booth import fastest_runner
+    from dlguide_core.booth import fastest_predictor
 
-    return fastest_runner(_loaded)
+    return fastest_predictor(_loaded)
 
 
 def kiosk_runner(loaded: LoadedModel):

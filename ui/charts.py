@@ -1,13 +1,17 @@
 """Plotly figures of training runs: the booth's loss ticker, the Train page's overlaid curves (per step and per
-epoch) and its smoothed per-step loss. Figures only: the pages place them (st.plotly_chart, with their keys)."""
+epoch), its smoothed per-step loss, and accuracy per class (a run's last epoch, an evaluation). Figures only: the
+pages place them (st.plotly_chart, with their keys)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
 # one colour per run in every chart (Plotly's qualitative palette, in the order the runs were created)
 PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
            "#FECB52")
+MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
 MARKERS_UP_TO = 30  # a series this short gets markers: one epoch is a point, not an invisible line
 
 
@@ -97,3 +101,13 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool, colors: dict[str, st
         fig.update_xaxes(title="epoch")
         fig.update_layout(legend=dict(orientation="h", y=-0.35))  # below the axis title, not over it
     return loss_fig, acc_fig
+
+
+def per_class_figure(names: Sequence[str], ids: Sequence[str], percent: Sequence[float], *, title: str,
+                     color: str = "#1f5fbf", height: int = 300) -> go.Figure:
+    """Top-1 per class as bars (0-100 %), named in the dataset's words with each class id in the tooltip."""
+    fig = go.Figure(go.Bar(x=list(names), y=list(percent), customdata=list(ids), marker_color=color,
+                           hovertemplate="%{x} (%{customdata}): %{y:.1f} %<extra></extra>"))
+    fig.update_layout(title=title, height=height, yaxis_range=[0, 100], margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_xaxes(showticklabels=len(names) <= MANY_CLASSES)
+    return fig

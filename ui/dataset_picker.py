@@ -12,6 +12,7 @@ import streamlit as st
 from dlguide_core import settings
 from dlguide_core.data import cifar10, image_folders, tiny_imagenet
 from dlguide_core.errors import DlguideError
+from ui.progress import download_bar
 
 
 def roots_signature(roots: list[Path]) -> tuple:
@@ -60,9 +61,9 @@ def download_section(roots: list) -> None:
                 "CIFAR-10 (163 MB)": cifar10.fetch_cifar10}
     for column, (label, fetch) in zip((left, right), fetchers.items()):
         if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
-            bar = st.progress(0.0, text=f"Downloading {label}")
+            progress = download_bar(f"Downloading {label}")
             try:
-                fetch(roots[0], lambda done, total, bar=bar: bar.progress(min(done / total, 1.0) if total else 0.0))
+                fetch(roots[0], progress)
                 st.rerun()
             except DlguideError as exc:
                 st.error(str(exc), icon=":material/block:")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -28,11 +29,13 @@ from dlguide_core.jobs.evaluation_job import (
     stored_result,
 )
 from dlguide_core.jobs.store import ACTIVE, JobStore
+
+if TYPE_CHECKING:  # dlguide_core.evaluation imports torch: loaded when an evaluation runs
+    from dlguide_core.evaluation import EvaluationJson, MistakeJson
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
+from ui import charts
 from ui.auth import act_on_job, current_user
 from ui.cache import app_job_store, existing_job_store, get_model
-
-MANY_CLASSES = 40  # above this, axis labels give way to hover (200 names do not fit an axis)
 
 
 def _unique(labels: list[str], classes: list[str]) -> list[str]:
@@ -41,7 +44,7 @@ def _unique(labels: list[str], classes: list[str]) -> list[str]:
     return [label if counts[label] == 1 else f"{label} ({cls})" for label, cls in zip(labels, classes)]
 
 
-def sorted_classes(result: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
+def sorted_classes(result: EvaluationJson) -> tuple[np.ndarray, list[str], np.ndarray]:
     """(order worst class first, readable names, row-normalised percent matrix)."""
     conf = result["confusion"]
     matrix = np.asarray(conf["matrix"], dtype=np.float64)  # (C, C) counts
@@ -52,7 +55,7 @@ def sorted_classes(result: dict) -> tuple[np.ndarray, list[str], np.ndarray]:
     return order, _unique(list(conf["labels"]), list(conf["classes"])), percent
 
 
-def confusion_figure(result: dict) -> go.Figure:
+def confusion_figure(result: EvaluationJson) -> go.Figure:
     """Heatmap, rows and columns in the same order (worst class first) so the diagonal stays one."""
     order, names, percent = sorted_classes(result)
     counts = np.asarray(result["confusion"]["matrix"])[np.ix_(order, order)]
@@ -65,7 +68,7 @@ def confusion_figure(result: dict) -> go.Figure:
         hovertemplate="true: %{y} (%{customdata[1]})<br>predicted: %{x} (%{customdata[2]})<br>"
                       "%{customdata[0]} images (%{z:.1f} % of the class)<extra></extra>",
         colorbar=dict(title="% of true")))
-    many = len(shown) > MANY_CLASSES
+    many = len(shown) > charts.MANY_CLASSES
     fig.update_layout(title="Confusion matrix (rows: true class, worst first; % of each true class)",
                       height=min(900, 320 + (4 if many else 22) * len(shown)), margin=dict(l=10, r=10, t=50, b=10))
     fig.update_xaxes(title="predicted", showticklabels=not many, tickangle=-45)
@@ -73,20 +76,15 @@ def confusion_figure(result: dict) -> go.Figure:
     return fig
 
 
-def per_class_figure(result: dict) -> go.Figure:
+def per_class_figure(result: EvaluationJson) -> go.Figure:
     order, names, percent = sorted_classes(result)
     accuracy = np.diag(percent)
     keep = [i for i in order if not np.isnan(accuracy[i])]
-    ids = [str(result["confusion"]["classes"][i]) for i in keep]
-    fig = go.Figure(go.Bar(x=[names[i] for i in keep], y=[accuracy[i] for i in keep], marker_color="#1f5fbf",
-                           customdata=ids, hovertemplate="%{x} (%{customdata}): %{y:.1f} %<extra></extra>"))
-    fig.update_layout(title="Top-1 per class (%, worst first)", height=300, yaxis_range=[0, 100],
-                      margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_xaxes(showticklabels=len(keep) <= MANY_CLASSES)
-    return fig
+    return charts.per_class_figure([names[i] for i in keep], [str(result["confusion"]["classes"][i]) for i in keep],
+                                   [float(accuracy[i]) for i in keep], title="Top-1 per class (%, worst first)")
 
 
-def show_evaluation(result: dict, key: str) -> None:
+def show_evaluation(result: EvaluationJson, key: str) -> None:
     """Numbers, the restricted-label note, heatmap + top confusions, per-class bars, mistakes, downloads."""
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Top-1", f"{result['top1']:.2f} %")
@@ -94,8 +92,8 @@ def show_evaluation(result: dict, key: str) -> None:
     c3.metric("Mean loss", f"{result['loss']:.4f}")
     c4.metric("Images/s", f"{result['images_per_s']:.1f}", help=f"{result['images']} images")
     st.caption(f"{result['weights']} on `{result['data']}` / {result['split']}: {result['images']} images")
-    if result.get("note"):
-        st.info(result["note"].capitalize(), icon=":material/filter_alt:")
+    if note := result.get("note"):
+        st.info(note.capitalize(), icon=":material/filter_alt:")
     heat, top = st.columns([3, 1])
     heat.plotly_chart(confusion_figure(result), key=f"{key}_confusion")
     top.markdown("**Top confusions**")
@@ -110,7 +108,7 @@ def show_evaluation(result: dict, key: str) -> None:
                           file_name="confusion_matrix.csv", mime="text/csv", key=f"{key}_download_csv")
 
 
-def mistakes_grid(mistakes: list[dict], columns: int = 4) -> None:
+def mistakes_grid(mistakes: list[MistakeJson], columns: int = 4) -> None:
     if not mistakes:
         return
     st.markdown("**Most confident mistakes**")
@@ -216,10 +214,10 @@ def job_progress(job_id: str, key: str) -> None:
         st.info(f"Evaluation job {job_id} queued: it starts when a running job frees its device.")
         return
     row = store.summary(job)
-    done, total = row["step"] or 0, row["total_steps"]
-    speed = f" · {row['images_per_s']:.1f} images/s" if row["images_per_s"] else ""
+    done, total = row.step or 0, row.total_steps
+    speed = f" · {row.images_per_s:.1f} images/s" if row.images_per_s else ""
     st.progress(done / total if total else 0.0, text=f"Evaluation job {job_id}: {done}/{total or '?'} images"
-                + speed + (f" · about {row['eta_s']:.0f} s left" if row["eta_s"] is not None else ""))
+                + speed + (f" · about {row.eta_s:.0f} s left" if row.eta_s is not None else ""))
     if st.button("Cancel evaluation", key=f"{key}_cancel_job"):
         try:
             act_on_job(job, "cancel", lambda: store.request_cancel(job_id))  # owner or admin (ui.auth)

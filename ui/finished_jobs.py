@@ -3,8 +3,6 @@ its checkpoint scored on a held-out split (torchvision's --test-only), newest jo
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from dlguide_core import settings
@@ -22,7 +20,7 @@ def export_section(store: JobStore, all_jobs: list[Job]) -> None:
 
 def evaluable_jobs(all_jobs: list[Job]) -> list[Job]:
     """Finished PyTorch jobs with a checkpoint on disk, the newest first."""
-    done = [j for j in all_jobs if j.status not in ACTIVE and j.checkpoint and Path(j.checkpoint).is_file()
+    done = [j for j in all_jobs if j.status not in ACTIVE and j.checkpoint_file is not None
             and j.framework == "pytorch"]
     return sorted(done, key=lambda j: j.finished or j.created, reverse=True)
 
@@ -38,4 +36,7 @@ def evaluate_section(all_jobs: list[Job]) -> None:
         st.session_state.pop("train_eval_job", None)
     job = by_id[st.selectbox("Job", list(by_id), key="train_eval_job",
                              format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")]
-    evaluation_form(job.checkpoint, "train_eval", prefer_data=job.config.get("data"))
+    if (checkpoint := job.checkpoint_file) is None:  # deleted since the list was made
+        st.info(f"The checkpoint of {job.id} is gone.")
+        return
+    evaluation_form(str(checkpoint), "train_eval", prefer_data=job.config.get("data"))

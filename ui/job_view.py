@@ -5,40 +5,38 @@ while it runs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import streamlit as st
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs.logs import job_log
-from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job, JobStore
+from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job, JobStore, JobSummary
 from ui.auth import act_on_job
 from ui.executors import cancel as cancel_job
 from ui.executors import job_files
 from ui.executors import resume as resume_job
 
-STATUS_COLOR = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red", "cancelled": "orange",
-                "interrupted": "orange"}
+BadgeColor = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]  # st.badge's
+STATUS_COLOR: dict[str, BadgeColor] = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red",
+                                       "cancelled": "orange", "interrupted": "orange"}
 
 
-def stop_note(job: Job, summary: dict) -> str:
+def stop_note(job: Job, summary: JobSummary) -> str:
     """How the run ended against its limits: "stopped at max steps 20, in epoch 1 of 2" when Max steps won."""
-    max_steps, epochs, step = job.config.get("max_steps"), job.config.get("epochs"), summary["step"]
-    if job.status in ACTIVE or not max_steps or not step or step < max_steps or summary["epoch"] is None:
+    max_steps, epochs, step = job.config.get("max_steps"), job.config.get("epochs"), summary.step
+    if job.status in ACTIVE or not max_steps or not step or step < max_steps or summary.epoch is None:
         return ""
-    if epochs and summary["epoch"] + 1 < epochs:
-        return f"stopped at max steps {max_steps}, in epoch {summary['epoch'] + 1} of {epochs}"
+    if epochs and summary.epoch + 1 < epochs:
+        return f"stopped at max steps {max_steps}, in epoch {summary.epoch + 1} of {epochs}"
     return f"stopped at max steps {max_steps}, in its last epoch ({epochs})"
-
-
-def _has_checkpoint(job: Job) -> bool:
-    return bool(job.checkpoint) and Path(job.checkpoint).is_file()
 
 
 def resume_block(job: Job) -> str:
     """Why Resume cannot work for `job` ("" when it can)."""
     if job.status not in RESUMABLE:
         return f"A {job.status} job cannot be resumed."
-    if not _has_checkpoint(job):
+    if job.checkpoint_file is None:
         return (f"No checkpoint was saved before it {'stopped' if job.status != 'failed' else 'failed'}: "
                 "there is nothing to resume from. Fix the cause and start a new job.")
     return ""
@@ -48,12 +46,12 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
-def what_is_lost(job: Job, summary: dict) -> str:
+def what_is_lost(job: Job, summary: JobSummary) -> str:
     parts = []
-    if _has_checkpoint(job):
-        parts.append(f"its checkpoint {job.checkpoint} ({Path(job.checkpoint).stat().st_size / 1e6:.1f} MB)")
+    if (checkpoint := job.checkpoint_file) is not None:
+        parts.append(f"its checkpoint {job.checkpoint} ({checkpoint.stat().st_size / 1e6:.1f} MB)")
     parts.append(f"its folder {job.job_dir} ({_size(job.job_dir) / 1e6:.1f} MB: log, TensorBoard files)")
-    parts.append(f"its metrics ({summary['step'] or 0} steps)")
+    parts.append(f"its metrics ({summary.step or 0} steps)")
     return "; ".join(parts)
 
 
@@ -82,7 +80,7 @@ def _actions(store: JobStore, job: Job) -> None:
         st.caption(f"Resume is off: {resume_why}")
 
 
-def _confirm_delete(store: JobStore, job: Job, summary: dict) -> None:
+def _confirm_delete(store: JobStore, job: Job, summary: JobSummary) -> None:
     if st.session_state.get("train_delete_pending") != job.id:
         return
     with st.container(border=True, key="train_delete_box"):
@@ -116,7 +114,7 @@ def _name_editor(store: JobStore, job: Job) -> None:
         st.rerun()
 
 
-def _summary(store: JobStore, job: Job, summary: dict) -> None:
+def _summary(store: JobStore, job: Job, summary: JobSummary) -> None:
     st.badge(job.status, color=STATUS_COLOR.get(job.status, "gray"))
     _name_editor(store, job)
     if job.status == "failed":
@@ -129,7 +127,7 @@ def _summary(store: JobStore, job: Job, summary: dict) -> None:
                    f"{'; '.join(job.skipped_files['examples'][:2])}", icon=":material/broken_image:")
     if note := stop_note(job, summary):
         st.caption(note.capitalize() + ".")
-    if _has_checkpoint(job):
+    if job.checkpoint_file is not None:
         st.caption(f"Checkpoint: `{job.checkpoint}` (step {job.checkpoint_step})")
 
 
@@ -145,7 +143,7 @@ def _log_tab(job: Job) -> int:
     return log.size
 
 
-def picked_job(store: JobStore, jobs: list[Job], summaries: dict[str, dict]) -> int:
+def picked_job(store: JobStore, jobs: list[Job], summaries: dict[str, JobSummary]) -> int:
     """The picker and the picked job's summary, actions and log; returns its log's size (the panel polls on it)."""
     by_id = {j.id: j for j in jobs}
     if st.session_state.get("train_action_job") not in by_id:

@@ -7,15 +7,14 @@ status as the store has it: queued, running, or failed with its reason."""
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import streamlit as st
 
 from dlguide_core.jobs import launch
 from dlguide_core.jobs.background import dispatch_in_background
-from dlguide_core.jobs.store import ACTIVE, Job, JobStore
+from dlguide_core.jobs.store import ACTIVE, Job, JobStore, JobSummary
 from ui.cache import app_scheduler_watcher
+from ui.durations import duration_text
 from ui.executors import job_note, scheduler_banner, where
 from ui.job_view import picked_job
 from ui.live_curves import join_comparison, live_curves
@@ -30,18 +29,15 @@ def job_started(store: JobStore, job: Job) -> None:
     dispatch_in_background(store)
 
 
-def eta_text(summary: dict, validating: bool) -> str:
+def eta_text(summary: JobSummary, validating: bool) -> str:
     if validating:
         return "validating"
-    seconds = summary["eta_s"]
-    if seconds is None:
-        return ""
-    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if seconds < 86400 else f"{seconds / 86400:.1f} days"
+    return duration_text(summary.eta_s)
 
 
-def is_validating(job: Job, summary: dict, epoch_rows: int) -> bool:
+def is_validating(job: Job, summary: JobSummary, epoch_rows: int) -> bool:
     """A running job between its epoch's last step and that epoch's row: it is scoring the val split."""
-    step, epoch = summary["step"], summary["epoch"]
+    step, epoch = summary.step, summary.epoch
     if job.status != "running" or not step or not job.total_steps or not job.epochs or epoch is None:
         return False
     if epoch_rows > epoch:  # this epoch's validation is already recorded
@@ -77,18 +73,18 @@ def start_feedback(store: JobStore, by_id: dict[str, Job]) -> None:
         st.info(f"Job {job.id} {job.status}.", icon=":material/flag:")
 
 
-def job_table(store: JobStore, jobs: list[Job]) -> dict[str, dict]:
+def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
     """The table of every job; returns each job's summary row (store.summary) by id."""
     summaries = {j.id: store.summary(j) for j in jobs}
     rows = []
     for job in jobs:
         r = summaries[job.id]
         validating = is_validating(job, r, len(store.epochs(job.id))) if job.status == "running" else False
-        note = job_note(job, r["error"]).split("\n")[0]  # a scheduler job's pending reason while it waits
+        note = job_note(job, r.error).split("\n")[0]  # a scheduler job's pending reason while it waits
         rows.append({"job": job.id, "name": job.name or "", "tags": ", ".join(job.tags), "recipe": job.recipe,
-                     "status": r["status"], "epoch": None if r["epoch"] is None else r["epoch"] + 1,
-                     "progress": f"{r['step'] or 0}/{r['total_steps'] or '?'}",
-                     "images/s": None if r["images_per_s"] is None else round(r["images_per_s"], 1),
+                     "status": r.status, "epoch": None if r.epoch is None else r.epoch + 1,
+                     "progress": f"{r.step or 0}/{r.total_steps or '?'}",
+                     "images/s": None if r.images_per_s is None else round(r.images_per_s, 1),
                      "ETA": eta_text(r, validating), "runs on": where(job),
                      "note": note if len(note) <= 70 else note[:69] + "… (in full below)"})
     frame = pd.DataFrame(rows)
@@ -122,7 +118,7 @@ def _panel(store: JobStore) -> tuple[bool, tuple]:
     summaries = job_table(store, jobs)
     log_size = picked_job(store, jobs, summaries)
     live_curves(store, jobs)
-    signature = (tuple((j.id, j.status, summaries[j.id]["step"]) for j in jobs), log_size)
+    signature = (tuple((j.id, j.status, summaries[j.id].step) for j in jobs), log_size)
     return any(j.status in ACTIVE for j in jobs), signature
 
 

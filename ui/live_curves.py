@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core.data.image_folders import readable_names
@@ -15,7 +14,7 @@ from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
-from ui.charts import curve_figure, epoch_figures, run_colors, training_loss_figure
+from ui.charts import curve_figure, epoch_figures, per_class_figure, run_colors, training_loss_figure
 from ui.runs import comparison_table
 
 CHOICE = "train_view_choice"  # not a widget key: Streamlit drops a widget's state when its page is left
@@ -68,10 +67,8 @@ def per_class_chart(store: JobStore, job: Job, color: str) -> None:
     ids = list(per_class)
     data = job.config.get("data")
     names = readable_names(Path(data), tuple(ids)) if data else tuple(ids)
-    fig = go.Figure(go.Bar(x=list(names), y=list(per_class.values()), customdata=ids, marker_color=color,
-                           hovertemplate="%{x} (%{customdata}): %{y:.1f} %<extra></extra>"))
-    fig.update_layout(title=f"{job.id}: accuracy per class at the last epoch (%)", height=280,
-                      margin=dict(l=10, r=10, t=40, b=10), yaxis_range=[0, 100])
+    fig = per_class_figure(names, ids, list(per_class.values()), color=color, height=280,
+                           title=f"{job.id}: accuracy per class at the last epoch (%)")
     st.plotly_chart(fig, key=f"train_per_class_{job.id}")
 
 

@@ -8,22 +8,16 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core.jobs.comparison import comparison_rows
+from ui.durations import duration_text
 
 HEADINGS = {"final_top1": "top-1 final", "best_top1": "top-1 best", "final_top5": "top-5 final",
             "best_top5": "top-5 best", "final_val_loss": "val loss", "wall_s": "wall time", "images_per_s": "images/s"}
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None or seconds != seconds:  # a run without a wall time yet (None, NaN in a mixed column)
-        return ""
-    minutes, s = divmod(int(round(seconds)), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}"
-
-
 def comparison_table(store, chosen: list, key: str) -> None:
     """One row per selected run: the config fields that differ between them, scores, wall time, images/s."""
     frame = pd.DataFrame(comparison_rows(store, chosen))
-    frame["wall_s"] = frame["wall_s"].map(_duration)
+    frame["wall_s"] = frame["wall_s"].map(duration_text)
     frame = frame.round({"final_top1": 2, "best_top1": 2, "final_top5": 2, "best_top5": 2, "final_val_loss": 4,
                          "images_per_s": 1})
     st.dataframe(frame.rename(columns=HEADINGS), hide_index=True, key=key)

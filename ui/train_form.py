@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -42,7 +43,7 @@ def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: i
     most, kind = launch.device_options()
     with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
         c1, c2, c3 = st.columns(3)
-        values = {
+        values: dict[str, Any] = {
             "nproc_per_node": c1.number_input(f"Devices: N ({kind}s on this machine)", 1, most, 1,
                                               key=f"train_{name}_nproc",
                                               help="Processes of one data-parallel run (torchrun + DDP), one "

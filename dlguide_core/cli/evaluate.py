@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlguide_core.cli.common import (
     EXIT_OK,
@@ -23,6 +25,9 @@ from dlguide_core.cli.common import (
 )
 from dlguide_core.jobs.evaluation_job import EvaluateConfig
 from dlguide_core.training.fields import device_problem
+
+if TYPE_CHECKING:  # the evaluation module imports torch: loaded only when an evaluation runs
+    from dlguide_core.evaluation import EvaluationJson
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
     except EvaluationError as exc:  # the model and the data do not fit: a usage error
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    data = result.to_json()
+    payload = result.to_json()
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(payload, indent=2))
         return EXIT_OK
-    _print_text(data)
+    _print_text(payload)
     return EXIT_OK
 
 
@@ -100,7 +105,7 @@ def _detach(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _progress_line():
+def _progress_line() -> Callable[[int, int], None] | None:
     if not sys.stderr.isatty():
         return None
 
@@ -110,7 +115,7 @@ def _progress_line():
     return show
 
 
-def _print_text(data: dict) -> None:
+def _print_text(data: EvaluationJson) -> None:
     print(f"{data['weights']} on {data['data']}/{data['split']}: {data['images']} images, "
           f"{data['images_per_s']:.1f} images/s")
     if data["note"]:

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
@@ -49,7 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def job_json(store: JobStore, job: Job) -> dict:
+def list_record(store: JobStore, job: Job) -> dict[str, Any]:
+    """One `jobs list --json` record: the job-table row (JobSummary), `created`, the scores (RunSummary), `config`."""
+    return (store.summary(job).to_json() | {"created": job.created} | run_summary(store, job).to_json()
+            | {"config": job.config})
+
+
+def job_json(store: JobStore, job: Job) -> dict[str, Any]:
     """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
     count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
     a hint, when the losses show the run diverging (dlguide_core.training.diagnostics; the status is unchanged);
@@ -94,12 +101,11 @@ def _list(store: JobStore, args: argparse.Namespace) -> int:
     # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
     queue.dispatch(store, lambda: queue.max_jobs_setting() or 0)
     if args.json:
-        print(json.dumps([store.summary(j) | {"created": j.created} | run_summary(store, j) | {"config": j.config}
-                          for j in all_jobs], indent=2))
+        print(json.dumps([list_record(store, j) for j in all_jobs], indent=2))
         return 0
     for job in all_jobs:
         row = store.summary(job)
-        progress = f"step {row['step'] or 0}/{row['total_steps'] or '?'}"
+        progress = f"step {row.step or 0}/{row.total_steps or '?'}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created))
         print(f"{job.id}  {job.recipe:<14} {job.status:<11} {progress:<18} {when}"
               + (f"  {job.error}" if job.error else ""))

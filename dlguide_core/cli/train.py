@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from dlguide_core.cli.common import add_field_flags, dataset_path, field_values
 from dlguide_core.errors import DistributedError
@@ -63,7 +64,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     ray.add_argument("--ray-address", metavar="URL", help="Ray's job API, e.g. http://HEAD:8265; default: RAY_ADDRESS")
 
 
-def build_config(args: argparse.Namespace):
+def build_config(args: argparse.Namespace) -> Any:
     from dlguide_core.training import distributed
 
     overrides = field_values(TrainConfig, FIELDS + DIST_FIELDS[0] + DIST_FIELDS[1], args)

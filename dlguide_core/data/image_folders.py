@@ -144,12 +144,13 @@ class _FixedClassesFolder(SafeImageFolder):
             raise DatasetError(f"{directory} has classes the train split lacks (e.g. {unknown[0]})")
         return list(self._given), {name: i for i, name in enumerate(self._given)}
 
-    def make_dataset(self, directory, class_to_idx, extensions=None, is_valid_file=None, allow_empty=False):
+    def make_dataset(self, directory: Any, class_to_idx: Any, extensions: Any = None, is_valid_file: Any = None,
+                     allow_empty: bool = False) -> Any:
         # Val may lack some classes (a cut of the dataset); torchvision would refuse.
         return super().make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty=True)
 
 
-def _imagefolder(info: DatasetInfo, train_preset: presets.TrainPreset, eval_preset: presets.EvalPreset):
+def _imagefolder(info: DatasetInfo, train_preset: presets.TrainPreset, eval_preset: presets.EvalPreset) -> Any:
     val_dir = _val_dir(info.path)
     if val_dir is None:
         raise DatasetError(f"{info.path} has train/ but no val/ (or test/) folder")

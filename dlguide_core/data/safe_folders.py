@@ -43,7 +43,8 @@ class SkippedFiles:
 
 def scan(paths: Iterable[str | Path]) -> tuple[list[str], list[str]]:
     """(readable paths, one line per unreadable file), in the order given."""
-    good, bad = [], []
+    good: list[str] = []
+    bad: list[str] = []
     for path in paths:
         problem = image_file_problem(path)
         (bad if problem else good).append(problem or str(path))
@@ -65,6 +66,8 @@ def safe_loader(path: str) -> Any:
 
 class SafeImageFolder(ImageFolder):
     """An ImageFolder that decodes safely and leaves unreadable files out (see the module's docstring)."""
+
+    samples: list[tuple[str, int]]  # ImageFolder's (path, class index) pairs
 
     def __init__(self, root: str, **kwargs: Any) -> None:
         super().__init__(root, loader=safe_loader, **kwargs)

@@ -11,7 +11,6 @@ model's preset, so every backend sees the very same tensor.
 
 from __future__ import annotations
 
-import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 
-Progress = Callable[[str, float], None]  # (what is happening, fraction done in [0, 1])
+Progress = Callable[[str, float], object]  # (what is happening, fraction done in [0, 1]); its return is ignored
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)
 TARGETS = ("auto", "gpu", "cpu")
 GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
@@ -79,12 +78,6 @@ def amd_gpu_visible() -> bool:
 def gpu_visible() -> bool:
     """An AMD (ROCm: /dev/kfd) or CUDA GPU this process could use."""
     return amd_gpu_visible() or torch.cuda.is_available()
-
-
-def short_error(exc: BaseException) -> str:
-    """The first line of an exception, without a C++ "file.cpp:NN: function: " prefix, at most 240 chars."""
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return re.sub(r"^\S+\.[ch]pp:\d+: \w+: ", "", text)[:240]
 
 
 class Backend(ABC):

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from dlguide_core import migraphx_lib, settings
+from dlguide_core.errors import error_summary
 from dlguide_core.inference import backend_base
 from dlguide_core.inference.backend_base import (
     Availability,
@@ -37,7 +38,6 @@ from dlguide_core.inference.backend_base import (
     BackendOptions,
     Progress,
     sample_batch,
-    short_error,
 )
 from dlguide_core.inference.export import OnnxExport
 from dlguide_core.vision.models import LoadedModel
@@ -66,6 +66,7 @@ class MigraphxBackend(Backend):
     """Parse the ONNX export for a fixed batch, optionally quantise, compile for a target, cache as .mxr."""
 
     name, title = "migraphx", "MIGraphX"
+    compile_s = load_s = None  # type: float | None
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -105,7 +106,7 @@ class MigraphxBackend(Backend):
     def provider(self) -> str:
         return f"migraphx:{self.target}" + ("" if self.options.precision == "fp32" else f" {self.options.precision}")
 
-    def _call(self, fn, *args, **kwargs):
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run one MIGraphX call on this backend's own thread: a program compiled or loaded on one thread
         crashes (SIGSEGV in oneDNN) when run from another on the cpu target (seen with 2.16 here), and
         Streamlit runs every script rerun on a new thread. The one worker also serialises runs."""
@@ -132,17 +133,17 @@ class MigraphxBackend(Backend):
                 if loads or not path.is_file():  # the cpu target's file is for migraphx-driver users
                     progress("Saving the compiled program (.mxr)…", 0.9)
                     self._call(_save_atomically, migraphx, self._program, path)
-                    _sidecar(path).write_text(json.dumps({"compile_s": round(self.compile_s, 3)}))
+                    _sidecar(path).write_text(json.dumps({"compile_s": _rounded(self.compile_s)}))
         except BackendError:
             raise
         except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
-            raise BackendError(f"MIGraphX failed: {short_error(exc)}") from exc
+            raise BackendError(f"MIGraphX failed: {error_summary(exc)}") from exc
         self._input = export.input_name
         self._compiled_batch = self._check_parameters(export, loaded.preset.crop)
-        self.mxr_path = str(self.mxr_path if self.options.mxr else path)
+        self.mxr_path: str = str(self.mxr_path if self.options.mxr else path)
         progress("Ready", 1.0)
 
-    def _compile_checked(self, migraphx, export: OnnxExport, loaded: LoadedModel, progress: Progress) -> None:
+    def _compile_checked(self, migraphx: Any, export: OnnxExport, loaded: LoadedModel, progress: Progress) -> None:
         start = time.perf_counter()
         self._program = self._compile(migraphx, export, loaded, progress)
         self.compile_s = time.perf_counter() - start
@@ -158,13 +159,13 @@ class MigraphxBackend(Backend):
             raise BackendError(f"MIGraphX {self.options.precision} on its {self.target} target gives wrong answers for "
                                f"this model ({problem}); use fp32 or another precision")
 
-    def _timed_load(self, migraphx, path: Path):
+    def _timed_load(self, migraphx: Any, path: Path) -> Any:
         start = time.perf_counter()
         program = self._call(migraphx.load, str(path))
         self.load_s = time.perf_counter() - start
         return program
 
-    def _compile(self, migraphx, export: OnnxExport, loaded: LoadedModel, progress: Progress):
+    def _compile(self, migraphx: Any, export: OnnxExport, loaded: LoadedModel, progress: Progress) -> Any:
         crop = loaded.preset.crop
         progress("Parsing the ONNX file…", 0.2)
         # The exported batch dimension is symbolic; MIGraphX compiles for one fixed batch size.
@@ -184,7 +185,7 @@ class MigraphxBackend(Backend):
             self._call(program.compile, target, offload_copy=True)  # host arrays in and out
         return program
 
-    def _adopt(self, migraphx, source: Path, export: OnnxExport, loaded: LoadedModel, progress: Progress):
+    def _adopt(self, migraphx: Any, source: Path, export: OnnxExport, loaded: LoadedModel, progress: Progress) -> Any:
         """Load a .mxr compiled elsewhere, check it is this model, and file it under the cache name."""
         progress(f"Loading {source.name} (compiled outside dlguide)…", 0.4)
         self._program = self._timed_load(migraphx, source)
@@ -201,7 +202,7 @@ class MigraphxBackend(Backend):
         if source.resolve() != dest.resolve():
             shutil.copyfile(source, dest.with_name(dest.name + ".tmp"))
             os.replace(dest.with_name(dest.name + ".tmp"), dest)
-        self.mxr_path, self.adopted_from = dest, str(source)
+        self.mxr_path, self.adopted_from = str(dest), str(source)
         return self._program
 
     def _disagreement(self, loaded: LoadedModel) -> str | None:
@@ -289,7 +290,7 @@ def compiled_path(loaded: LoadedModel, batch_size: int, options: BackendOptions,
     return settings.home() / "compiled" / name
 
 
-def _save_atomically(migraphx, program, path: Path) -> None:
+def _save_atomically(migraphx: Any, program: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:

@@ -6,9 +6,12 @@ int8 on the CPU provider runs the statically quantised copy of the export (`quan
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
+from dlguide_core.errors import error_summary
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -16,7 +19,6 @@ from dlguide_core.inference.backend_base import (
     BackendOptions,
     BackendUnavailable,
     Progress,
-    short_error,
 )
 from dlguide_core.inference.quantize import quantize_int8
 from dlguide_core.vision.models import LoadedModel
@@ -80,7 +82,7 @@ class OnnxRuntimeBackend(Backend):
             self._session = ort.InferenceSession(path, session_options(self.options),
                                                  providers=_with_provider_options(providers, self.options))
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise BackendError(f"ONNX Runtime could not load the model: {short_error(exc)}") from exc
+            raise BackendError(f"ONNX Runtime could not load the model: {error_summary(exc)}") from exc
         if not _ort_precision_runs(self.options.precision, self.provider):
             raise BackendError(f"{self.options.precision} with ONNX Runtime needs the MIGraphX execution "
                                f"provider (ran on {self.provider}); use precision fp32 or the MIGraphX backend")
@@ -137,7 +139,7 @@ def physical_cores() -> int:
     return psutil.cpu_count(logical=False) or os.cpu_count() or 1
 
 
-def session_options(options: BackendOptions):
+def session_options(options: BackendOptions) -> Any:
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
     import onnxruntime as ort
 

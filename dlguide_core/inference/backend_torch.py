@@ -6,6 +6,7 @@ import os
 
 import torch
 
+from dlguide_core.errors import error_summary
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -13,7 +14,6 @@ from dlguide_core.inference.backend_base import (
     BackendOptions,
     Progress,
     sample_batch,
-    short_error,
 )
 from dlguide_core.vision.models import LoadedModel
 
@@ -40,6 +40,7 @@ class TorchBackend(Backend):
         return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        self._device = loaded.device
         self._module = loaded.model  # fp32 only: `availability` refuses other precisions
         if self.options.torch_compile:
             progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
@@ -48,12 +49,12 @@ class TorchBackend(Backend):
             try:
                 self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
             except Exception as exc:
-                raise BackendError(f"torch.compile failed: {short_error(exc)}") from exc
+                raise BackendError(f"torch.compile failed: {error_summary(exc)}") from exc
         progress("Ready", 1.0)
 
     @torch.inference_mode()
     def run(self, batch: torch.Tensor) -> torch.Tensor:
-        return self._module(batch.to(self.loaded.device)).float().cpu()
+        return self._module(batch.to(self._device)).float().cpu()
 
 
 def torch_compile_status() -> tuple[bool, str]:

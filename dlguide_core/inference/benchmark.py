@@ -113,7 +113,8 @@ def measure(backend: Backend, batch: torch.Tensor, reference: torch.Tensor, *, w
     logits = backend.run(batch)
     stats = latency_stats(time_runs(lambda: backend.run(batch), warmup=warmup, iters=iters), len(batch))
     agree = {k: round(v, 6) for k, v in agreement(reference, logits).items()}
-    return BenchRow(backend.name, backend.provider, len(batch), setup_s=round(backend.setup_s, 3), **stats, **agree)
+    return BenchRow(backend.name, backend.provider, len(batch), stats["p50_ms"], stats["p95_ms"], stats["images_per_s"],
+                    agree["max_abs_diff"], agree["top1_agree"], agree["top5_agree"], setup_s=round(backend.setup_s, 3))
 
 
 def options_for(name: str, options: BackendOptions) -> BackendOptions:
@@ -140,7 +141,7 @@ def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress |
     return rows
 
 
-def _bench_one(name: str, loaded: LoadedModel, eager: TorchBackend, batch_size: int, options: BackendOptions,
+def _bench_one(name: str, loaded: LoadedModel, eager: Backend, batch_size: int, options: BackendOptions,
                config: BenchConfig) -> BenchRow:
     batch = sample_batch(loaded, batch_size)  # (batch_size, 3, crop, crop), same for every backend
     try:
@@ -164,7 +165,7 @@ def run_failed(rows: Sequence[BenchRow]) -> bool:
     return all(r.error for r in rows) or any(r.error and not r.unavailable for r in rows)
 
 
-def speedups(rows: Sequence[BenchRow], baseline: str = "torch") -> dict[tuple[str, int], float]:
+def speedups(rows: Sequence[BenchRow], baseline: str = "torch") -> dict[tuple[str, int | None], float]:
     """(backend, batch size) -> baseline p50 / backend p50, for rows where both ran."""
     base = {r.batch_size: r.p50_ms for r in rows if r.backend == baseline and r.p50_ms}
     return {(r.backend, r.batch_size): round(base[r.batch_size] / r.p50_ms, 2)

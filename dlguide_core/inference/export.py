@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from dlguide_core import settings
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import EvalPreset
 
@@ -180,7 +180,7 @@ def _metadata(loaded: LoadedModel, exporter: str) -> dict[str, str]:
     }
 
 
-def write_checked(proto, path: Path, metadata: dict[str, str]) -> None:
+def write_checked(proto: Any, path: Path, metadata: dict[str, str]) -> None:
     """Add metadata, save atomically, and run onnx.checker on the file."""
     import onnx
 
@@ -193,7 +193,7 @@ def write_checked(proto, path: Path, metadata: dict[str, str]) -> None:
         try:
             onnx.checker.check_model(tmp_name, full_check=True)
         except onnx.checker.ValidationError as exc:
-            raise ExportError(f"exported model failed onnx.checker: {str(exc).splitlines()[0][:300]}") from None
+            raise ExportError(f"exported model failed onnx.checker: {error_summary(exc)}") from None
         os.replace(tmp_name, path)
     finally:
         Path(tmp_name).unlink(missing_ok=True)

@@ -14,10 +14,11 @@ import io
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.inference.export import MAX_BATCH, ExportError, forward_input_name, write_checked
 from dlguide_core.vision.models import build_model
 
@@ -29,7 +30,7 @@ def rebuild_model(job: dict) -> torch.nn.Module:
     return model.eval()
 
 
-def trace_to_onnx(model: torch.nn.Module, crop: int, exporter: str, opset: int | None):
+def trace_to_onnx(model: torch.nn.Module, crop: int, exporter: str, opset: int | None) -> Any:
     """`model` traced to an ONNX ModelProto with a dynamic batch dimension; ExportError in one line."""
     example = torch.randn(2, 3, crop, crop)  # batch 2, not 1: torch.export specialises size-1 dimensions
     try:
@@ -40,11 +41,10 @@ def trace_to_onnx(model: torch.nn.Module, crop: int, exporter: str, opset: int |
     except DlguideError:
         raise
     except Exception as exc:  # torch.onnx raises many unrelated types
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ExportError(f"ONNX export ({exporter}) failed: {first[:300]}") from exc
+        raise ExportError(f"ONNX export ({exporter}) failed: {error_summary(exc)}") from exc
 
 
-def _export_dynamo(model: torch.nn.Module, example: torch.Tensor, opset: int | None):
+def _export_dynamo(model: torch.nn.Module, example: torch.Tensor, opset: int | None) -> Any:
     try:
         import onnxscript  # noqa: F401  (the dynamo exporter needs it; say so instead of a deep ImportError)
     except ImportError:
@@ -56,7 +56,7 @@ def _export_dynamo(model: torch.nn.Module, example: torch.Tensor, opset: int | N
     return program.model_proto
 
 
-def _export_torchscript(model: torch.nn.Module, example: torch.Tensor, opset: int | None):
+def _export_torchscript(model: torch.nn.Module, example: torch.Tensor, opset: int | None) -> Any:
     import onnx
 
     name = forward_input_name(model)

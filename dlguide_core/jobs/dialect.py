@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
-from dlguide_core.errors import StoreError
+from dlguide_core.errors import StoreError, first_line
 from dlguide_core.jobs import store_errors
 from dlguide_core.jobs.store_url import StoreUrl, mask
 
@@ -37,6 +37,8 @@ class Sqlite:
     TABLES_SQL = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
     def __init__(self, url: StoreUrl) -> None:
+        if url.path is None:
+            raise ValueError(f"{url} is not a SQLite store")
         self.url, self.path = url, url.path
         self.read_only = False
         self.conn = self._open()
@@ -172,9 +174,10 @@ class Postgres:
         return self.conn
 
     def unavailable(self, exc: BaseException) -> StoreError:
-        detail = mask(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        text = mask(str(exc))  # passwords hidden before the line is cut (a cut one would no longer match)
         if self.url.password:
-            detail = detail.replace(self.url.password, "***")
+            text = text.replace(self.url.password, "***")
+        detail = first_line(text) or type(exc).__name__
         return StoreError(f"the job store at {self.url.masked} is unreachable ({detail}); "
                           "start the server or fix DLGUIDE_STORE_URL")
 

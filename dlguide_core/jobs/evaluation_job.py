@@ -20,9 +20,10 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlguide_core.gpu_slots import gpu_index
 from dlguide_core.jobs.store import Job, JobStore, job_dir
@@ -30,6 +31,9 @@ from dlguide_core.training.configs import RunContext, RunResult
 from dlguide_core.training.fields import MAX_STEPS, ConfigError, Flag, check_fields, device_field, plain, whole
 from dlguide_core.training.recipes import Recipe
 from dlguide_core.vision.architectures import UNTRAINED, parse_source
+
+if TYPE_CHECKING:  # dlguide_core.evaluation imports torch: only the job itself loads it
+    from dlguide_core.evaluation import EvaluationJson
 
 EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"
@@ -89,10 +93,11 @@ def result_path(job_id: str) -> Path:
     return job_dir(job_id) / RESULT_FILE
 
 
-def stored_result(job_id: str) -> dict[str, Any] | None:
+def stored_result(job_id: str) -> EvaluationJson | None:
     """A finished evaluation job's `evaluate --json` payload; None before it finishes (or if it failed)."""
     try:
-        return json.loads(result_path(job_id).read_text())
+        result: EvaluationJson = json.loads(result_path(job_id).read_text())  # written by the job from to_json()
+        return result
     except (OSError, ValueError):
         return None
 
@@ -104,7 +109,7 @@ def latest_job(store: JobStore, weights: str, *, refresh: bool = False) -> Job |
     return max(found, key=lambda j: j.created, default=None)
 
 
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+def _write_atomically(path: Path, data: Mapping[str, object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as out:

@@ -72,11 +72,35 @@ class Job:
     def log_path(self) -> Path:
         return log_path(self.id)
 
+    @property
+    def checkpoint_file(self) -> Path | None:
+        """Its checkpoint, when one was saved and is still on disk."""
+        return Path(self.checkpoint) if self.checkpoint and Path(self.checkpoint).is_file() else None
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["class_names"] = list(self.class_names)
         data["tags"] = list(self.tags)
         return data
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """One job-table row (JobStore.summary): progress, recent images/s and an ETA. Its fields, in this order,
+    lead each `jobs list --json` record."""
+
+    id: str
+    recipe: str
+    status: str
+    epoch: int | None  # of the last step (0 = the first)
+    step: int | None  # the last step recorded
+    total_steps: int | None
+    images_per_s: float | None  # the mean of the recent steps
+    eta_s: float | None  # from the recent step rate, while it runs
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def devices_of(config: str | dict[str, Any] | None) -> int:

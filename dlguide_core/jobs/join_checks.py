@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dlguide_core import settings
 from dlguide_core.errors import DistributedError
@@ -25,17 +25,28 @@ JOB_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 WEIGHT_NAMES = ("imagenet", "none")
 
 
+class WorkerPayload(TypedDict, total=False):
+    """What the writer rank broadcasts to every rank (jobs.worker), as JSON: {"action": "exit"}, or "run"
+    with the rest."""
+
+    action: str  # "run" or "exit"
+    job_id: str
+    recipe: str
+    config: dict[str, Any]
+    resume: bool  # from the job's checkpoint
+
+
 def _refuse(why: str) -> DistributedError:
     return DistributedError(f"refusing the writer rank's instructions: {why}")
 
 
-def check_payload(payload: Any, own_job_id: str | None) -> dict[str, Any]:
+def check_payload(payload: Any, own_job_id: str | None) -> WorkerPayload:
     """`payload` when a non-writer rank may act on it; DistributedError (one line) otherwise. `own_job_id`:
     the job this rank was started for (None on another machine, `worker --join`)."""
     if not isinstance(payload, dict) or payload.get("action") not in ("run", "exit"):
         raise _refuse("not a dlguide worker payload")
     if payload["action"] == "exit":
-        return payload
+        return WorkerPayload(action="exit")
     job_id = payload.get("job_id")
     if not isinstance(job_id, str) or not JOB_ID.fullmatch(job_id):
         raise _refuse(f"job id {str(job_id)[:40]!r} is not one dlguide makes")
@@ -52,7 +63,7 @@ def check_payload(payload: Any, own_job_id: str | None) -> dict[str, Any]:
     home = settings.home()
     if home not in job_dir(job_id).resolve().parents:  # a symlinked jobs/ folder pointing elsewhere
         raise _refuse(f"job folder of {job_id} is outside DLGUIDE_HOME")
-    return payload
+    return WorkerPayload(action="run", job_id=job_id, recipe=found.name, config=config, resume=payload["resume"])
 
 
 def _check_weights(weights: Any) -> None:

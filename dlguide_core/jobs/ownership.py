@@ -60,7 +60,7 @@ def os_user() -> str:
 
 def app_actor(user: str | None, sign_in: bool) -> Actor:
     """A visitor of the app: `user` as signed in (None when signed out or sign-in is off)."""
-    return Actor(user, bool(user) and user.lower() in admins(), enforced=sign_in, via="app")
+    return Actor(user, bool(user and user.lower() in admins()), enforced=sign_in, via="app")
 
 
 def cli_actor() -> Actor:

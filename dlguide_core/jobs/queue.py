@@ -51,12 +51,13 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, cla
     found = get_recipe(recipe)
     if not isinstance(config, found.config_cls):
         raise JobError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
+    fields = asdict(config)
     if found.framework == "pytorch":
         from dlguide_core.training import distributed
 
         # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
-        distributed.check_devices(config.device, getattr(config, "sync_batchnorm", False))
-    job = store.create(recipe, found.framework, asdict(config), claim_pid=claim_pid, owner=owner or os_user())
+        distributed.check_devices(fields["device"], fields.get("sync_batchnorm", False))
+    job = store.create(recipe, found.framework, fields, claim_pid=claim_pid, owner=owner or os_user())
     if start:
         dispatch(store)
     return store.get(job.id, refresh=False)

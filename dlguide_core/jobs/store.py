@@ -27,6 +27,7 @@ from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, im
     STATUSES,
     Job,
     JobError,
+    JobSummary,
     devices_of,
     job_dir,
     log_path,
@@ -239,7 +240,7 @@ class JobStore(MetricTables):
         self.get(job_id, refresh=False)  # an unknown job fails here, not as an empty CSV
         return self.metrics_csv(job_id)
 
-    def summary(self, job: Job) -> dict[str, Any]:
+    def summary(self, job: Job) -> JobSummary:
         """One job-table row: progress, recent images/s and an ETA from the recent step rate."""
         recent = self.recent_steps(job.id, 21)
         last = recent[-1] if recent else None
@@ -248,6 +249,6 @@ class JobStore(MetricTables):
         if job.status == "running" and len(recent) > 1 and job.total_steps:
             per_step = (recent[-1]["time"] - recent[0]["time"]) / (recent[-1]["step"] - recent[0]["step"])
             eta = max(job.total_steps - recent[-1]["step"], 0) * per_step
-        return {"id": job.id, "recipe": job.recipe, "status": job.status,
-                "epoch": None if last is None else last["epoch"], "step": None if last is None else last["step"],
-                "total_steps": job.total_steps, "images_per_s": ips, "eta_s": eta, "error": job.error}
+        return JobSummary(job.id, job.recipe, job.status, epoch=None if last is None else last["epoch"],
+                          step=None if last is None else last["step"], total_steps=job.total_steps,
+                          images_per_s=ips, eta_s=eta, error=job.error)

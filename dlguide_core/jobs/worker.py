@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.gpu_slots import process_slot
-from dlguide_core.jobs.join_checks import check_payload
+from dlguide_core.jobs.join_checks import WorkerPayload, check_payload
 from dlguide_core.jobs.queue import dispatch
 from dlguide_core.jobs.stopping import final_status, stop_on_signals
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
@@ -53,12 +53,12 @@ def _reclaim(store: JobStore, job_id: str, env: DistEnv) -> bool:
     return True
 
 
-def _writer_payload(store: JobStore, job_id: str, env: DistEnv) -> dict[str, Any]:
+def _writer_payload(store: JobStore, job_id: str, env: DistEnv) -> WorkerPayload:
     if not _reclaim(store, job_id, env):
-        return {"action": "exit"}
+        return WorkerPayload(action="exit")
     job = store.get(job_id, refresh=False)
     resume = RunContext(job_id, job.recipe, job.job_dir, NullSink()).checkpoint_path.is_file()
-    return {"action": "run", "job_id": job_id, "recipe": job.recipe, "config": job.config, "resume": resume}
+    return WorkerPayload(action="run", job_id=job_id, recipe=job.recipe, config=job.config, resume=resume)
 
 
 def _file_digest(path: Path) -> bytes:
@@ -90,12 +90,19 @@ def share_checkpoint(env: DistEnv, path: str | Path) -> None:
         os.replace(tmp, path)
 
 
-def _local_sinks(env: DistEnv, store: JobStore, job_id: str) -> tuple[Any, TrainingSink]:
+def _owned(store: JobStore | None, job_id: str | None) -> tuple[JobStore, str]:
+    """The writer rank's store and job: find_writer gives that rank only to the process that owns the job."""
+    if store is None or job_id is None:
+        raise RuntimeError("the writer rank went to a process that does not own the job")
+    return store, job_id
+
+
+def _local_sinks(env: DistEnv, store: JobStore | None, job_id: str) -> tuple[Any, TrainingSink]:
     """(the sink signals talk to, the sink the loop reports through)."""
     if not env.is_writer:
         local = StopFlagSink()
         return local, WriterRankSink(local, env)
-    store_sink = StoreSink(store.url, job_id)
+    store_sink = StoreSink(_owned(store, job_id)[0].url, job_id)
     return store_sink, WriterRankSink(TeeSink(store_sink, ConsoleSink(every=50, stream=sys.stdout)), env)
 
 
@@ -114,12 +121,10 @@ def _outcome(env: DistEnv, result: Any, exc: BaseException | None, local: Any) -
 
 def _short(exc: BaseException) -> str:
     """The first line of a collective's error, without the C++ source location."""
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". This is typically")[0]
-    return text[:160]
+    return re.sub(r"^\[[^\]]*\]\s*", "", error_summary(exc)).split(". This is typically")[0]
 
 
-def _train(env: DistEnv, payload: dict[str, Any], data: str | None, sink: TrainingSink) -> Any:
+def _train(env: DistEnv, payload: WorkerPayload, data: str | None, sink: TrainingSink) -> Any:
     recipe = get_recipe(payload["recipe"])
     config = {**payload["config"], **({"data": data} if data else {})}  # other machines name their own copy
     folder = job_dir(payload["job_id"])
@@ -138,7 +143,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
     store = open_store() if job_id else None
     try:
         env = replace(env, writer_rank=distributed.find_writer(env, owns_job=job_id is not None))
-        payload = distributed.broadcast_json(_writer_payload(store, job_id, env) if env.is_writer else None,
+        payload = distributed.broadcast_json(_writer_payload(*_owned(store, job_id), env) if env.is_writer else None,
                                              env.writer_rank)
         try:  # the rendezvous has no authentication: whoever won the writer rank is checked (jobs.join_checks)
             payload = payload if env.is_writer else check_payload(payload, job_id)
@@ -160,10 +165,11 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
                 local.close()
         status, message, code = _outcome(env, result, error, local)
         if env.is_writer and status:
-            store.finish(payload["job_id"], status, message)
-            print(f"job {payload['job_id']} {status}" + (f": {message}" if message else ""), flush=True)
-            if store.get(payload["job_id"], refresh=False).executor == "local":
-                dispatch(store)  # our slot is free: start the next queued job, as the job runner does
+            writer_store, owned_id = _owned(store, job_id)
+            writer_store.finish(owned_id, status, message)
+            print(f"job {owned_id} {status}" + (f": {message}" if message else ""), flush=True)
+            if writer_store.get(owned_id, refresh=False).executor == "local":
+                dispatch(writer_store)  # our slot is free: start the next queued job, as the job runner does
         return code
     finally:
         if store is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.tf.configs import FASHION_RECIPE, TEXT_RECIPE
 from dlguide_core.tf.loop import TfRun, write_json
 from dlguide_core.tf.runtime import import_tensorflow
@@ -87,8 +87,7 @@ def load_tf_model(path: str | Path) -> Any:
     try:
         return keras.models.load_model(path, compile=False, safe_mode=True)
     except (OSError, ValueError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-        raise DlguideError(f"{Path(path).name}: not a loadable Keras model ({first})") from None
+        raise DlguideError(f"{Path(path).name}: not a loadable Keras model ({error_summary(exc)})") from None
 
 
 def clothing_input(source: bytes | str | Path, *, name: str | None = None) -> np.ndarray:

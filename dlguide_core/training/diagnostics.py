@@ -37,7 +37,8 @@ def _non_finite(losses: Sequence[float | None]) -> str | None:
     bad = next((i for i, v in enumerate(losses) if v is None or not math.isfinite(v)), None)
     if bad is None:
         return None
-    kind = "NaN" if losses[bad] is None or math.isnan(losses[bad]) else "infinite"
+    value = losses[bad]
+    kind = "NaN" if value is None or math.isnan(value) else "infinite"
     return f"the loss became {kind} at step {bad + 1} of {len(losses)}: the run has diverged"
 
 

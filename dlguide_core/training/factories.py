@@ -88,7 +88,7 @@ class EpochSampler(Sampler[int]):
     def set_position(self, epoch: int, skip_samples: int) -> None:
         self.epoch, self.skip = epoch, skip_samples
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(distributed.epoch_permutation(self.size, self.seed, self.epoch)[self.skip:])
 
     def __len__(self) -> int:

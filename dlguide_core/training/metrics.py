@@ -50,7 +50,7 @@ def downsample(x: Sequence[float], y: Sequence[float], max_points: int = DEFAULT
     return xs[idx], ys[idx]
 
 
-def stride(x: Sequence[float], y: Sequence[float], max_points: int = DEFAULT_MAX_POINTS
+def stride(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, max_points: int = DEFAULT_MAX_POINTS
            ) -> tuple[np.ndarray, np.ndarray]:
     """Every k-th point (for smooth curves, where min/max buckets add nothing), always keeping the last."""
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)

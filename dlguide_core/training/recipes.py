@@ -12,7 +12,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlguide_core.training.configs import (
     ArchitectureConfig,
@@ -24,12 +24,15 @@ from dlguide_core.training.configs import (
     RunResult,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 
 @dataclass(frozen=True)
 class Recipe:
     name: str
     framework: str  # "pytorch" or "tensorflow"
-    config_cls: type
+    config_cls: type[DataclassInstance]
     entry: str  # "package.module:function", imported lazily
     summary: str
     arch: str | None = None  # the dlguide_core.vision.models architecture, for PyTorch recipes

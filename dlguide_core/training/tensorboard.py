@@ -36,7 +36,7 @@ def _tensorboard_without_tensorflow() -> None:
     sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
 
 
-def open_writer(logdir: Path):
+def open_writer(logdir: Path) -> Any:
     """A `tensorboard.summary.Writer` appending to a new event file in `logdir`."""
     _tensorboard_without_tensorflow()
     from tensorboard.summary import DirectoryOutput, Writer
@@ -55,7 +55,7 @@ def _finite(value: Any) -> float | None:
         and math.isfinite(value) else None
 
 
-def write_step(writer, row: dict[str, Any]) -> None:
+def write_step(writer: Any, row: dict[str, Any]) -> None:
     """One step row (the store's columns: loss, lr, images_per_s, the STEP_EXTRAS ones) as scalars at its step."""
     for column, tag in (*STEP_TAGS.items(), *EXTRA_TAGS.items()):
         value = _finite(row.get(column))
@@ -63,7 +63,7 @@ def write_step(writer, row: dict[str, Any]) -> None:
             writer.add_scalar(tag, value, step=int(row["step"]), wall_time=row.get("time"))
 
 
-def write_epoch(writer, epoch: int, metrics: dict[str, Any], wall_time: float | None = None) -> None:
+def write_epoch(writer: Any, epoch: int, metrics: dict[str, Any], wall_time: float | None = None) -> None:
     """One epoch's metrics: the four known ones, then any other number (lr, ...) as epoch/<name>."""
     for key, value in metrics.items():
         value = _finite(value)
@@ -142,7 +142,7 @@ class TensorBoardSink(NullSink):
             with self._lock:
                 self._guard(self._drain)
 
-    def _guard(self, action) -> None:
+    def _guard(self, action: Callable[[], None]) -> None:
         if self.failed:
             self._pending.clear()
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from dlguide_core.errors import CheckpointError
+from dlguide_core.errors import CheckpointError, error_summary
 
 FORMAT = "dlguide-checkpoint"
 VERSION = 1
@@ -61,8 +61,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     except MemoryError:
         raise CheckpointError(f"{path.name}: not a loadable checkpoint (too large to load)") from None
     except Exception as exc:  # noqa: BLE001 - random bytes raise struct.error, KeyError, IndexError, Unicode...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{path.name}: not a loadable checkpoint ({first[:200]})") from None
+        raise CheckpointError(f"{path.name}: not a loadable checkpoint ({error_summary(exc)})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{path.name}: not a dlguide checkpoint (train with dlguide to make one)")
     if int(data.get("version", 0)) > VERSION:

@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from dlguide_core.errors import ImageError
+from dlguide_core.errors import ImageError, error_summary
 
 # 50 MP: a full-resolution 48/50 MP phone photo or a 45 MP camera still passes; a PNG or WebP (which
 # cannot decode at a smaller scale) then needs at most 200 MB while it decodes, not the 400 MB of 100 MP.
 DEFAULT_MAX_PIXELS = 50_000_000
-PILLOW_HARD_LIMIT = 2 * Image.MAX_IMAGE_PIXELS  # Pillow refuses larger images itself, whatever we allow
+# Pillow refuses larger images itself, whatever we allow (its limit is None only where a program switched it off)
+PILLOW_HARD_LIMIT = 2 * (Image.MAX_IMAGE_PIXELS or DEFAULT_MAX_PIXELS)
 DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's visitors share it)
 MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
 HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits
@@ -83,7 +84,7 @@ def load_image(source: bytes | str | Path, *, name: str | None = None, min_side:
                 img = _reduce(img, min_side)
             img = ImageOps.exif_transpose(img)
         except (OSError, SyntaxError, ValueError) as exc:
-            raise ImageError(f"{label}: truncated or corrupt image ({_short(exc)})") from None
+            raise ImageError(f"{label}: truncated or corrupt image ({error_summary(exc)})") from None
         return to_rgb(img)
 
 
@@ -174,7 +175,7 @@ def _open_checked(data: bytes, label: str) -> Image.Image:
     except UnidentifiedImageError:
         raise ImageError(f"{label}: not an image, or a format Pillow cannot read") from None
     except (OSError, SyntaxError, ValueError) as exc:
-        raise ImageError(f"{label}: unreadable image ({_short(exc)})") from None
+        raise ImageError(f"{label}: unreadable image ({error_summary(exc)})") from None
     width, height = img.size
     if width <= 0 or height <= 0:
         raise ImageError(f"{label}: image has no pixels")
@@ -210,6 +211,3 @@ def _high_depth_to_l(img: Image.Image) -> Image.Image:
     return Image.fromarray(scaled)  # 2-D uint8 -> mode "L"
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:160]

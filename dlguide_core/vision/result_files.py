@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlguide_core import csv_cells
@@ -41,11 +41,11 @@ def results_json(results: Sequence[ImageResult]) -> str:
     return json.dumps(result_rows(results), indent=2)
 
 
-def evaluation_json(result: dict[str, Any]) -> str:
+def evaluation_json(result: Mapping[str, object]) -> str:
     return json.dumps(result, indent=2)
 
 
-def confusion_csv(confusion: dict[str, Any]) -> str:
+def confusion_csv(confusion: Mapping[str, Any]) -> str:
     """An evaluation's {"classes", "matrix"}: a header row and a first column of class ids
     (true classes down, predicted across)."""
     out = io.StringIO()

@@ -22,7 +22,10 @@ def test_devices_json(capsys):
     code, out, _ = run_cli(capsys, "devices", "--json", "--no-tensorflow")
     data = json.loads(out)
     assert code == 0
-    assert {"torch", "backend", "devices", "migraphx", "onnxruntime_providers"} <= data.keys()
+    assert list(data) == ["torch", "torchvision", "backend", "hip_version", "cuda_version", "devices", "migraphx",
+                          "migraphx_detail", "onnxruntime_providers", "tensorflow", "smi", "checks", "migraphx_targets"]
+    assert all(list(check) == ["name", "passed", "detail"] for check in data["checks"]) and data["checks"]
+    assert all(list(t) == ["precisions", "exhaustive_tune", "error"] for t in data["migraphx_targets"].values())
 
 
 def test_classify_json_all_good_exits_0(capsys, sample_jpeg):

@@ -305,7 +305,7 @@ def test_booth_ranking_measures_migraphx_cpu_against_onnxruntime(mgx, cifar, mon
     for fast, expected in (("migraphx", "MIGraphX (CPU) · migraphx:cpu"), ("onnxruntime", "ONNX Runtime · CPU")):
         monkeypatch.setattr(booth, "measure_p50_ms", lambda b, _batch, fast=fast: 1.0 if b.name == fast else 9.0)
         monkeypatch.setattr(booth, "measure_once_ms", lambda b, _batch, fast=fast: 2.0 if b.name == fast else 9.0)
-        runner = booth.fastest_runner(cifar)
+        runner = booth.fastest_predictor(cifar)
         assert runner.backend.startswith(expected) and runner.device.startswith("CPU")
         assert runner.logits(sample_batch(cifar, 1)).shape == (1, 10)
     # a contender far slower on its first run is ranked by that run alone (no more slow runs at start-up)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.jobs.comparison import comparison_rows, differing_fields, run_summary
+from dlguide_core.jobs.comparison import RunSummary, comparison_rows, differing_fields, run_summary
 from dlguide_core.jobs.store import JobStore
 from tests.support.paths import ROOT
 
@@ -37,12 +37,12 @@ def test_run_summary_final_best_and_wall_time() -> None:
     store = JobStore()
     job = finished_job(store, {"lr": 0.1}, [(2.0, 40.0, 80.0), (1.5, 60.0, 90.0), (1.6, 55.0, 92.0)])
     summary = run_summary(store, job)
-    assert summary["final_top1"] == 55.0 and summary["best_top1"] == 60.0
-    assert summary["final_top5"] == 92.0 and summary["best_top5"] == 92.0
-    assert summary["final_val_loss"] == 1.6
-    assert summary["wall_s"] == pytest.approx(job.finished - job.started)
+    assert summary.final_top1 == 55.0 and summary.best_top1 == 60.0
+    assert summary.final_top5 == 92.0 and summary.best_top5 == 92.0
+    assert summary.final_val_loss == 1.6
+    assert summary.wall_s == pytest.approx(job.finished - job.started)
     queued = store.create("cifar_net", "pytorch", {})
-    assert run_summary(store, queued) == dict.fromkeys(summary)  # nothing to say yet
+    assert run_summary(store, queued) == RunSummary()  # nothing to say yet
 
 
 def test_comparison_rows_and_jobs_list_json(capsys) -> None:
@@ -58,7 +58,23 @@ def test_comparison_rows_and_jobs_list_json(capsys) -> None:
     old_keys = {"id", "recipe", "status", "epoch", "step", "total_steps", "images_per_s", "eta_s", "error", "created"}
     new_keys = {"final_top1", "final_top5", "best_top1", "best_top5", "final_val_loss", "wall_s", "config"}
     assert set(listed[b.id]) == old_keys | new_keys  # keys added, none renamed
+    assert list(listed[b.id]) == ["id", "recipe", "status", "epoch", "step", "total_steps", "images_per_s", "eta_s",
+                                  "error", "created", "final_top1", "final_top5", "best_top1", "best_top5",
+                                  "final_val_loss", "wall_s", "config"]  # in the order they always came
     assert listed[b.id]["best_top5"] == 95.0 and listed[b.id]["config"] == {"lr": 0.01, "batch_size": 32}
+
+
+def test_jobs_show_json_keeps_its_keys(capsys) -> None:
+    store = JobStore()
+    job = finished_job(store, {"lr": 0.1, "epochs": 1}, [(2.0, 40.0, 80.0)])
+    assert main(["jobs", "show", job.id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    job_keys = ["id", "recipe", "framework", "config", "status", "pid", "slot", "created", "started", "finished",
+                "error", "checkpoint", "checkpoint_step", "total_steps", "epochs", "class_names", "cancel_requested",
+                "attempts", "executor", "external_id", "owner", "host", "boot_id", "name", "tags", "skipped_files"]
+    assert list(shown) == job_keys + ["scheduler", "planned_epochs", "last_step", "per_class_accuracy", "warnings"]
+    assert shown["epochs"] == [{"epoch": 0, "train_loss": 1.0, "val_loss": 2.0, "top1": 40.0, "top5": 80.0,
+                                "time": shown["epochs"][0]["time"]}]  # `epochs`: Job's count replaced by the rows
 
 
 def test_summaries_and_tensorboard_export_do_not_import_torch() -> None:

@@ -69,7 +69,7 @@ class _Watch(NullSink):
             time.sleep(1.0)  # the store sink polls the cancel flag every 0.25 s
         if step == 5:  # mid-run: wait for the store sink's writer to commit what was reported so far
             summary = wait_for(lambda: (s := self.store.summary(self.store.get(self.job_id, refresh=False)))
-                               ["step"] is not None and s, timeout=10, every=0.05,
+                               .step is not None and s, timeout=10, every=0.05,
                                what="progress in the store while the job runs")
             self.seen.append(summary)
 
@@ -81,7 +81,7 @@ def test_evaluation_job_reports_progress_and_writes_the_inline_result(toy) -> No
     watch = _Watch(store, job_id)
     assert run_job(store, job_id, watch) == "succeeded"
     progress = watch.seen[0]
-    assert progress["status"] == "running" and progress["step"] == 5 and progress["total_steps"] == 12
+    assert progress.status == "running" and progress.step == 5 and progress.total_steps == 12
     job = store.get(job_id)
     assert job.status == "succeeded" and job.checkpoint is None
     assert store.steps(job_id)["step"] == [5, 10, 12]  # images done after each batch
@@ -109,7 +109,7 @@ def test_an_evaluation_job_stays_out_of_training_views(toy) -> None:
     assert EVALUATE_RECIPE not in recipes() and get_recipe(EVALUATE_RECIPE).kind == "evaluate"
     assert not is_training(EVALUATE_RECIPE) and is_training("cifar_net") and is_training("not_installed_here")
     assert job_checkpoints() == []  # Classify's checkpoint list
-    assert run_summary(store, job)["final_top1"] is None  # comparison / `jobs list --json`
+    assert run_summary(store, job).final_top1 is None  # comparison / `jobs list --json`
     with pytest.raises(JobError, match="no training curves"):
         export_job(store, job_id, Path(store.path).parent / "tb")
 

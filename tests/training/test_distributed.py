@@ -23,11 +23,11 @@ from dlguide_core.jobs import worker
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training import distributed as D
 from dlguide_core.training.distributed_sinks import WriterRankSink
-from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.models import load_model
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
+from tests.support.sinks import RecordingSink
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_for
 

@@ -12,10 +12,10 @@ from dlguide_core.training.configs import RunContext
 from dlguide_core.training.factories import create_model, resolve_device
 from dlguide_core.training.loop import run_recipe
 from dlguide_core.training.recipes import get_recipe
-from dlguide_core.training.sinks import RecordingSink
 from dlguide_core.vision.checkpoints import load_checkpoint
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.models import load_model
+from tests.support.sinks import RecordingSink
 from tests.support.toy_data import write_toy_dataset
 
 

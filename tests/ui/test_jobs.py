@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dlguide_core.jobs.store import Job
+from dlguide_core.jobs.store import Job, JobSummary
 from ui.job_view import resume_block, stop_note
 from ui.jobs import eta_text, is_validating
 
@@ -14,8 +14,9 @@ BASE = Job(id="j", recipe="cifar_net", framework="pytorch", config={"epochs": 2,
            checkpoint_step=None, total_steps=20, epochs=2, class_names=(), cancel_requested=False, attempts=1)
 
 
-def _summary(step: int | None, epoch: int | None, eta: float | None = 5.0) -> dict:
-    return {"step": step, "epoch": epoch, "eta_s": eta}
+def _summary(step: int | None, epoch: int | None, eta: float | None = 5.0) -> JobSummary:
+    return JobSummary("j", "cifar_net", "running", epoch, step, total_steps=20, images_per_s=None, eta_s=eta,
+                      error=None)
 
 
 def test_the_eta_says_validating_at_an_epochs_end_until_its_row_is_written() -> None:

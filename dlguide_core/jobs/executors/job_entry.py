@@ -16,6 +16,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the store is imported only once the signals are set (see main)
+    from dlguide_core.jobs.store import JobStore
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -33,20 +37,22 @@ class _EarlySignal:
             self.child.send_signal(signum)  # srun passes it on to every task (torchrun agents -> workers)
 
 
-def _open_store(job_id: str):
+def _open_store(job_id: str) -> JobStore | None:
+    from dlguide_core.errors import first_line
     from dlguide_core.jobs.store import open_store
     from dlguide_core.jobs.store_url import mask
 
     try:
         return open_store()
     except Exception as exc:  # noqa: BLE001 - any failure to open is the same one line, and the job cannot go on
-        print(f"job {job_id}: the job store cannot be opened here ({mask(str(exc)).splitlines()[0][:300]}); "
+        detail = first_line(mask(str(exc))) or type(exc).__name__  # masked before it is cut
+        print(f"job {job_id}: the job store cannot be opened here ({detail}); "
               "set DLGUIDE_STORE_URL to a store every node reaches (see docs/CLUSTERS.md)", file=sys.stderr,
               flush=True)
         return None
 
 
-def _claim(store, job_id: str) -> bool:
+def _claim(store: JobStore, job_id: str) -> bool:
     from dlguide_core.jobs import liveness
     from dlguide_core.jobs.store import JobError
 
@@ -60,7 +66,7 @@ def _claim(store, job_id: str) -> bool:
     return True
 
 
-def _run_inline(store, job_id: str, early: _EarlySignal) -> str:
+def _run_inline(store: JobStore, job_id: str, early: _EarlySignal) -> str:
     from dlguide_core.jobs.runner import run_job
     from dlguide_core.training.sinks import ConsoleSink, NullSink, TeeSink
 
@@ -71,7 +77,7 @@ def _run_inline(store, job_id: str, early: _EarlySignal) -> str:
     return run_job(store, job_id, TeeSink(ConsoleSink(every=50, stream=sys.stdout), _Early()))
 
 
-def _run_command(store, job_id: str, command: Sequence[str], early: _EarlySignal) -> str:
+def _run_command(store: JobStore, job_id: str, command: Sequence[str], early: _EarlySignal) -> str:
     early.child = subprocess.Popen(list(command))
     if early.seen is not None:
         early.child.send_signal(early.seen)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dlguide_core.errors import DistributedError, StoreError
+from dlguide_core.errors import DistributedError, StoreError, first_line
 from dlguide_core.jobs.executors import ray_client, ray_env
 from dlguide_core.jobs.executors.base import (
     Availability,
@@ -72,8 +72,7 @@ def check_submittable(address: str, config: dict[str, Any]) -> None:
 
 def _first_line(message: str | None) -> str | None:
     """Ray's messages run to many lines (an actor's death names its pid, namespace, causes): the store keeps one."""
-    line = (message or "").strip().splitlines()
-    return line[0][:300] if line else None
+    return first_line(message or "") or None
 
 
 def new_submission_id(job_id: str) -> str:

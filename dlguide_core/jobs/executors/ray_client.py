@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, error_summary
 
 ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: the job API, e.g. http://127.0.0.1:8265
 CALL_TIMEOUT_S = 5.0  # any one request to the head
@@ -134,7 +134,7 @@ def _client(address: str, timeout: float) -> Any:
     try:
         return TimedJobClient(address)
     except Exception as exc:  # ConnectionError, requests' Timeout, RuntimeError from the version check
-        raise RayError(f"Ray is not answering at {address} ({_short(exc)})") from None
+        raise RayError(f"Ray is not answering at {address} ({error_summary(exc)})") from None
 
 
 def call(address: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S, **kwargs: Any) -> Any:
@@ -143,7 +143,7 @@ def call(address: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S,
     try:
         return getattr(jobs, method)(*args, **kwargs)
     except Exception as exc:
-        raise RayError(f"Ray at {address}: {method} failed ({_short(exc)})") from None
+        raise RayError(f"Ray at {address}: {method} failed ({error_summary(exc)})") from None
 
 
 def dlguide_status(ray_status: str, error_type: str | None = None) -> str:
@@ -162,6 +162,3 @@ def job_state(address: str, submission_id: str, timeout: float = CALL_TIMEOUT_S)
     return RayJobState(dlguide_status(ray_status, error_type), ray_status, info.message)
 
 
-def _short(exc: BaseException) -> str:
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return text[:200]

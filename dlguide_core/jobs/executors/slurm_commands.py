@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import DlguideError, first_line
 from dlguide_core.jobs.executors.base import ExecutorUnavailable, SchedulerNotAnswering
 
 TIMEOUT_S = 10.0  # every Slurm command; a controller that takes longer is "not answering"
@@ -54,7 +54,7 @@ def run(argv: list[str], *, timeout: float | None = None, env: Mapping[str, str]
     except subprocess.TimeoutExpired as exc:
         raise SchedulerNotAnswering(f"Slurm is not answering ({argv[0]} took over {timeout:.0f} s)") from exc
     if done.returncode != 0:
-        message = (done.stderr.strip() or done.stdout.strip() or f"exit code {done.returncode}").splitlines()[0]
+        message = first_line(done.stderr) or first_line(done.stdout) or f"exit code {done.returncode}"
         if any(marker in done.stderr for marker in DOWN_MARKERS):
             raise SchedulerNotAnswering(f"Slurm is not answering ({message})")
         raise SlurmError(f"{argv[0]}: {message}")

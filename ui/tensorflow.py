@@ -202,6 +202,8 @@ def _tf_field_input(recipe: str, config_cls: type, field, default, column):
         return column.selectbox("Device", list(DEVICE_CHOICES), key=key, help=tip)
     if field.name == "max_steps":
         return column.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0, key=key, help=tip) or None
+    if spec is None or spec.low is None or spec.high is None:  # every number the TF forms draw has a range
+        raise LookupError(f"{config_cls.__name__}.{field.name} has no declared range")
     label = spec.label.capitalize()
     if isinstance(default, float):  # an open end is refused by the config, naming the range
         return column.number_input(label, float(spec.low), float(spec.high), default, format="%.4f", key=key, help=tip)

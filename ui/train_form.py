@@ -92,7 +92,7 @@ def default_recipe(found: dict, datasets: list[image_folders.DatasetInfo]) -> st
     """The recipe for the data the user has: the guide's pairing for the first dataset in the roots, else a
     TensorFlow recipe with a local copy, else the first PyTorch recipe."""
     for info in datasets:
-        if (lead := recipe_for_kind(info.kind)) in found:
+        if (lead := recipe_for_kind(info.kind)) is not None and lead in found:
             return lead
     for name, recipe in found.items():
         if recipe.framework != "pytorch" and tf_local_copies(name):

@@ -235,4 +235,6 @@ def source_label(weights: str) -> str | None:
     spec, kind = parsed
     if kind == UNTRAINED:
         return "none (untrained, random init)" if spec is DEFAULT else f"{spec.title}, untrained (random init)"
-    return "ImageNet (pretrained)" if spec is DEFAULT else f"{spec.title}, ImageNet ({spec.imagenet.tag})"
+    if spec is DEFAULT or spec.imagenet is None:
+        return "ImageNet (pretrained)"
+    return f"{spec.title}, ImageNet ({spec.imagenet.tag})"

@@ -164,7 +164,8 @@ def follow_file(path_of: Callable[[], Path], follow: bool, poll_s: float,
     ("job ID succeeded") and exits, so after `is_final()` the tail goes on until the file has been quiet for
     `settle_s` (FOLLOW_SETTLE_MAX_S at most)."""
     position, partial = 0, 0  # bytes yielded; bytes of an unfinished last line seen (not yielded yet)
-    ended_at = quiet_since = None  # when is_final() first said so; when the file last grew after that
+    ended_at: float | None = None  # when is_final() first said so
+    quiet_since = 0.0  # when the file last grew after that
     while True:
         if ended_at is None and (not follow or is_final()):  # asked before reading: the last lines come after
             ended_at = quiet_since = time.monotonic()

@@ -1,13 +1,13 @@
 """Devices: what PyTorch, ONNX Runtime, MIGraphX and TensorFlow see, and the guide's install checks.
 
 The page draws at once: the slow probes (MIGraphX, rocm-smi/amd-smi, TensorFlow in a child process) run in the
-background (dlguide_core.devices.probe_report) and their sections fill in as they finish; the fragment polls
+background (dlguide_core.device_probes.probe_report) and their sections fill in as they finish; the fragment polls
 only while one is still running."""
 
 import pandas as pd
 import streamlit as st
 
-from dlguide_core import booth, devices
+from dlguide_core import booth, device_probes, devices
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
@@ -22,7 +22,7 @@ network_warning()
 refresh = st.button("Refresh", key="devices_refresh")
 if refresh:
     device_report.clear()  # the sidebar's label too
-probed = devices.probe_report(include_tensorflow=True, again=refresh)
+probed = device_probes.probe_report(include_tensorflow=True, again=refresh)
 report = probed.report
 
 st.subheader(devices.summary_label(report))
@@ -47,7 +47,7 @@ else:
 
 def probed_sections() -> tuple[bool, frozenset[str]]:
     """The sections the background probes fill in: a 'probing…' line for each one still running."""
-    now = devices.probe_report(include_tensorflow=True)
+    now = device_probes.probe_report(include_tensorflow=True)
     report = now.report
     if "smi" in now.pending:
         st.caption("Live readings (rocm-smi / amd-smi): probing…")

@@ -30,8 +30,9 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 .kiosk-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
 .kiosk-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
 .kiosk-pct {font-size: 1.5rem; text-align: right;}
-[data-testid="stMetricValue"] > div {white-space: normal; overflow: visible; text-overflow: clip;
-  overflow-wrap: anywhere; line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere;}
+[data-testid="stMetricValue"] > div {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
 @media (max-width: 640px) {
   .kiosk-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
   .kiosk-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}

@@ -18,6 +18,8 @@ ATTRACT = "Show the camera something, or upload a photo!"
 # Elements whose text is cut when wider than their box: metric values ("CPU · 2 c…", "ONNX R…"), the bars' labels.
 CUT = """sel => [...document.querySelectorAll(sel)].filter(e => e.scrollWidth > e.clientWidth + 1)
                                                     .map(e => e.textContent)"""
+LONGEST_BACKEND = """e => { const text = document.createTreeWalker(e, NodeFilter.SHOW_TEXT).nextNode();
+                            text.textContent = 'ONNX Runtime int8 · MIGraphXExecutionProvider'; }"""
 TEXTS = '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, .kiosk-label, .kiosk-pct'
 
 
@@ -81,12 +83,15 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
         page.get_by_text(ATTRACT).wait_for(timeout=120_000)
         page.get_by_text("Upload", exact=True).click()
         page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
-        page.get_by_text("This prediction took").wait_for()
+        page.get_by_text("This prediction took").wait_for()  # both sizes are checked well within the 12 s idle
         values = page.locator('[data-testid="stMetricValue"]')
         expect(values).to_have_count(3)
         sizes = {"wide": (1920, 1080), "phone": (390, 844)}
         for name, (width, height) in sizes.items():
             page.set_viewport_size({"width": width, "height": height})
+            # Eager PyTorch keeps this test fast, but its label is short: the Backend value takes the longest one
+            # the booth shows (a compiled backend and its provider), as the page would draw it.
+            values.nth(2).evaluate(LONGEST_BACKEND)
             page.wait_for_timeout(500)  # the layout settles (no rerun: a resize is not a tap)
             cut = page.evaluate(CUT, TEXTS)
             assert not cut, f"{name}: text cut off: {cut}"
@@ -95,7 +100,6 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
             assert len(tracks) == 5 and min(tracks) >= min(400, width / 2), (name, tracks)
             page.get_by_text("I think it's a").evaluate("e => e.scrollIntoView()")  # the answer, bars and metrics
             page.screenshot(path=str(tmp_path / f"booth-{name}-{width}x{height}.png"))
-            page.get_by_text("Where did the model look?").click()  # a tap: the idle reset waits again
     finally:
         context.close()
 

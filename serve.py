@@ -117,22 +117,6 @@ def say(message: str) -> None:
     print(f"dlguide: {message}", file=sys.stderr, flush=True)
 
 
-def booth_weights() -> str:
-    """The booth's weights: ImageNet when cached or downloadable now, else the untrained model (the page says so)."""
-    from dlguide_core.errors import WeightsUnavailable
-    from dlguide_core.vision.models import fetch_imagenet_weights, imagenet_weights_path
-
-    if imagenet_weights_path().is_file():
-        return "imagenet"
-    say(f"the ImageNet weights are not cached at {imagenet_weights_path()}: downloading them")
-    try:
-        fetch_imagenet_weights()
-        return "imagenet"
-    except WeightsUnavailable as exc:
-        say(f"{exc} The booth runs untrained until then.")
-        return "none"
-
-
 def warm_booth() -> None:
     """Fill the booth page's caches (model, backend, attract view) in this process, before visitors come.
 
@@ -142,6 +126,7 @@ def warm_booth() -> None:
     """
     import logging
 
+    from dlguide_core.booth import booth_weights
     from dlguide_core.errors import DlguideError
     from ui.cache import attract_items, get_model, kiosk_runner
 
@@ -150,7 +135,7 @@ def warm_booth() -> None:
     start = time.perf_counter()
     say("preparing the booth before opening the port (model, backend, attract view)…")
     try:
-        loaded = get_model(booth_weights())
+        loaded = get_model(booth_weights(fetch=True, say=say))
         runner = kiosk_runner(loaded)
         attract_items(loaded, runner)
     except DlguideError as exc:

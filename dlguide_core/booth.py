@@ -209,3 +209,23 @@ def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list
         image = load_image(path)
         items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top))
     return items
+
+
+def booth_weights(*, fetch: bool = False, say: Callable[[str], None] | None = None) -> str:
+    """The booth's weights: "imagenet" when its file is cached (or, with `fetch`, downloadable now: serve.py
+    before the port opens), else "none", the untrained model (the page says so)."""
+    from dlguide_core.errors import WeightsUnavailable
+    from dlguide_core.vision.models import fetch_imagenet_weights, imagenet_weights_path
+
+    if imagenet_weights_path().is_file():
+        return "imagenet"
+    if not fetch:
+        return "none"
+    tell = say or (lambda message: None)
+    tell(f"the ImageNet weights are not cached at {imagenet_weights_path()}: downloading them")
+    try:
+        fetch_imagenet_weights()
+        return "imagenet"
+    except WeightsUnavailable as exc:
+        tell(f"{exc} The booth runs untrained until then.")
+        return "none"

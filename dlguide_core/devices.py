@@ -2,6 +2,8 @@
 
 Optional pieces are probed lazily; absence is reported as data, never raised.
 TensorFlow is probed in a child process so it never shares GPU memory with torch here.
+
+`collect` waits for every probe; dlguide_core.device_probes runs the slow ones in the background instead.
 """
 
 from __future__ import annotations
@@ -271,19 +273,21 @@ def collect(*, include_tensorflow: bool = True) -> DeviceReport:
     backend = torch_backend()
     gpus = list_gpus()
     mgx_ok, mgx_detail = migraphx_status()
-    try:
-        import torchvision
-
-        tv_version: str | None = torchvision.__version__
-    except ImportError:
-        tv_version = None
     return DeviceReport(
-        torch=torch.__version__, torchvision=tv_version, backend=backend,
+        torch=torch.__version__, torchvision=torchvision_version(), backend=backend,
         hip_version=getattr(torch.version, "hip", None), cuda_version=torch.version.cuda if backend == "cuda" else None,
         devices=gpus, migraphx=mgx_ok, migraphx_detail=mgx_detail,
         onnxruntime_providers=onnxruntime_providers(),
         tensorflow=tensorflow_info() if include_tensorflow else None,
         smi=smi_readings(), checks=install_checks(backend, gpus), migraphx_targets=migraphx_targets())
+
+
+def torchvision_version() -> str | None:
+    try:
+        import torchvision
+    except ImportError:
+        return None
+    return torchvision.__version__
 
 
 def summary_label(report: DeviceReport) -> str:

@@ -4,16 +4,17 @@ import streamlit as st
 
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
+from dlguide_core.inference import measured
 from dlguide_core.inference.backend_base import backend_model
-from dlguide_core.vision.classify import classify_sources
+from dlguide_core.inference.registry import backend_status
 from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
-from dlguide_core.vision.result_files import results_csv, results_json
+from dlguide_core.vision.result_files import classify_timed, results_csv, results_json
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from ui.backends import backend_selectbox, precision_options
 from ui.cache import get_backend
 from ui.evaluation import evaluation_form
 from ui.kiosk import hide_in_kiosk
-from ui.results import show_result
+from ui.results import produced_by, show_result
 from ui.tensorflow import tf_classify_tab
 from ui.weights import require_model, weights_selectbox
 
@@ -37,10 +38,13 @@ with image_tab:
     loaded = require_model(weights, "classify",
                            "Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
     # "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
-    backend_name = backend_selectbox("classify_backend")
+    titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
+    backend_name = backend_selectbox("classify_backend", help=measured.summary(titles))
     run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
+    precision = "fp32"  # eager PyTorch's
     if backend_name != "torch":
         options = precision_options(backend_name, "classify_precision")
+        precision = options.precision
         try:
             with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):
                 run_with = backend_model(loaded, get_backend(backend_name, loaded, options))
@@ -84,14 +88,16 @@ with image_tab:
         st.stop()
 
     with st.spinner(f"Classifying {len(sources)} image(s)…"):
-        results = classify_sources(run_with, sources, k=top_k)
+        results, run = classify_timed(run_with, sources, weights=weights, backend=backend_name,
+                                      precision=precision, k=top_k)
+    measured.record(measured.Measurement(backend_name, precision, run.latency_ms, f"Classify, {len(sources)} image(s)"))
     csv_col, json_col = st.columns(2)
-    csv_col.download_button(f"Download results (CSV, {len(results)} image(s))", results_csv(results),
+    csv_col.download_button(f"Download results (CSV, {len(results)} image(s))", results_csv(results, run),
                             file_name="classify_results.csv", mime="text/csv", key="classify_download_csv")
-    json_col.download_button(f"Download results (JSON, {len(results)} image(s))", results_json(results),
+    json_col.download_button(f"Download results (JSON, {len(results)} image(s))", results_json(results, run),
                              file_name="classify_results.json", mime="application/json",
                              key="classify_download_json")
     for i, result in enumerate(results):
         st.subheader(result.image)
-        show_result(result, result.decoded, key=f"classify_result_{i}")
+        show_result(result, result.decoded, key=f"classify_result_{i}", caption=produced_by(run, titles))
     del results, sources  # drawn: the decoded pixels and the upload copies go now, not at the next rerun

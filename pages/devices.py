@@ -1,23 +1,29 @@
-"""Devices: what PyTorch, ONNX Runtime, MIGraphX and TensorFlow see, and the guide's install checks."""
+"""Devices: what PyTorch, ONNX Runtime, MIGraphX and TensorFlow see, and the guide's install checks.
+
+The page draws at once: the slow probes (MIGraphX, rocm-smi/amd-smi, TensorFlow in a child process) run in the
+background (dlguide_core.device_probes.probe_report) and their sections fill in as they finish; the fragment polls
+only while one is still running."""
 
 import pandas as pd
 import streamlit as st
 
-from dlguide_core import booth, devices
+from dlguide_core import booth, device_probes, devices
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
 from ui.kiosk import hide_in_kiosk
+from ui.polling import live_fragment
 from ui.status_marks import coloured, mark
 
 hide_in_kiosk()
 
 st.title("Devices")
 network_warning()
-if st.button("Refresh", key="devices_refresh"):
-    device_report.clear()
-with st.spinner("Probing devices (TensorFlow is probed in a separate process)…"):
-    report = device_report(include_tensorflow=True)
+refresh = st.button("Refresh", key="devices_refresh")
+if refresh:
+    device_report.clear()  # the sidebar's label too
+probed = device_probes.probe_report(include_tensorflow=True, again=refresh)
+report = probed.report
 
 st.subheader(devices.summary_label(report))
 cols = st.columns(4)
@@ -38,34 +44,53 @@ if report.devices:
 else:
     st.info("No GPU visible to PyTorch: everything runs on the CPU.")
 
-if report.smi:
-    st.subheader("Live readings (rocm-smi / amd-smi)")
-    st.dataframe(pd.DataFrame([{
-        "gpu": r.index, "utilisation %": r.utilisation_percent, "temperature °C": r.temperature_c,
-        "VRAM used (GiB)": None if r.vram_used_bytes is None else round(r.vram_used_bytes / 2**30, 2),
-        "VRAM total (GiB)": None if r.vram_total_bytes is None else round(r.vram_total_bytes / 2**30, 1),
-        "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
 
-st.subheader("Inference runtimes")
-st.dataframe(coloured(pd.DataFrame([
-    {"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
-    {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
-     "detail": ort_providers_text(report.onnxruntime_providers)},
-]), "available"), hide_index=True, key="devices_runtimes")
+def probed_sections() -> tuple[bool, frozenset[str]]:
+    """The sections the background probes fill in: a 'probing…' line for each one still running."""
+    now = device_probes.probe_report(include_tensorflow=True)
+    report = now.report
+    if "smi" in now.pending:
+        st.caption("Live readings (rocm-smi / amd-smi): probing…")
+    elif report.smi:
+        st.subheader("Live readings (rocm-smi / amd-smi)")
+        st.dataframe(pd.DataFrame([{
+            "gpu": r.index, "utilisation %": r.utilisation_percent, "temperature °C": r.temperature_c,
+            "VRAM used (GiB)": None if r.vram_used_bytes is None else round(r.vram_used_bytes / 2**30, 2),
+            "VRAM total (GiB)": None if r.vram_total_bytes is None else round(r.vram_total_bytes / 2**30, 1),
+            "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
 
-if report.migraphx_targets:
-    st.caption("MIGraphX targets: " + " · ".join(
-        f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else
-                           ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"] else ""))
-        for name, t in report.migraphx_targets.items()))
-st.caption(booth.choice_rule())  # how the booth picks among these (issue 26)
+    st.subheader("Inference runtimes")
+    ort_row = {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
+               "detail": ort_providers_text(report.onnxruntime_providers)}
+    if "migraphx" in now.pending:
+        st.info("MIGraphX: probing… (loading its library, then a tiny compile for each target)",
+                icon=":material/hourglass_top:")
+        rows = [ort_row]
+    else:
+        rows = [{"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
+                ort_row]
+    st.dataframe(coloured(pd.DataFrame(rows), "available"), hide_index=True, key="devices_runtimes")
+    if report.migraphx_targets:
+        st.caption("MIGraphX targets: " + " · ".join(
+            f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else
+                               ", ".join(t["precisions"]) + (", exhaustive tune" if t["exhaustive_tune"] else ""))
+            for name, t in report.migraphx_targets.items()))
+    st.caption(booth.choice_rule())  # how the booth picks among these (issue 26)
 
-st.subheader("TensorFlow")
-tf = report.tensorflow
-if tf is None:
-    st.info("TensorFlow is not installed (tensorflow-rocm on ROCm hosts, tensorflow-cpu elsewhere).")
-elif "error" in tf:
-    st.error(tf["error"])
-else:
-    st.write(f"TensorFlow {tf['version']} (built with ROCm: {tf['built_with_rocm']}, CUDA: {tf['built_with_cuda']})")
-    st.dataframe(pd.DataFrame(tf["devices"]), hide_index=True, key="devices_tf")
+    st.subheader("TensorFlow")
+    tf = report.tensorflow
+    if "tensorflow" in now.pending:
+        st.info("TensorFlow: probing… (in a separate process, so it never shares GPU memory with PyTorch here)",
+                icon=":material/hourglass_top:")
+    elif tf is None:
+        st.info("TensorFlow is not installed (tensorflow-rocm on ROCm hosts, tensorflow-cpu elsewhere).")
+    elif "error" in tf:
+        st.error(tf["error"])
+    else:
+        st.write(f"TensorFlow {tf['version']} (built with ROCm: {tf['built_with_rocm']}, "
+                 f"CUDA: {tf['built_with_cuda']})")
+        st.dataframe(pd.DataFrame(tf["devices"]), hide_index=True, key="devices_tf")
+    return not now.done, now.pending
+
+
+live_fragment("devices_probes", probed_sections, active=not probed.done)

@@ -117,3 +117,14 @@ def test_int8_competes_only_where_its_top1_agrees_with_eager(monkeypatch: pytest
     runner = booth.fastest_predictor(cifar)
     assert runner.backend == "ONNX Runtime int8 · CPUExecutionProvider" and "ONNX Runtime int8 1.0 ms" in runner.why
     assert runner.logits(torch.zeros(1, 3, 32, 32)).shape == (1, 10)
+
+
+def test_the_booth_weights_are_imagenet_when_cached_else_the_untrained_model(fake_imagenet, tmp_path, monkeypatch):
+    from dlguide_core.booth import booth_weights
+
+    assert booth_weights() == "imagenet"
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "empty"))
+    said = []
+    assert booth_weights() == "none"  # the page: never a download
+    assert booth_weights(fetch=True, say=said.append) == "none"  # serve.py, offline: tries, says so
+    assert "downloading" in said[0] and "untrained" in said[-1]

@@ -8,15 +8,16 @@ import streamlit as st
 BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "migraphx": "MIGraphX"}
 
 
-def backend_selectbox(key: str, label: str = "Backend") -> str:
-    """PyTorch first (the default), then each compiled backend that can run here."""
+def backend_selectbox(key: str, label: str = "Backend", help: str | None = None) -> str:
+    """PyTorch first (the default), then each compiled backend that can run here; `help` replaces the
+    general help (the Classify page says what this machine measured)."""
     from dlguide_core.inference.choice import backend_choices
     from dlguide_core.inference.registry import backend_status
 
     titles = {s.name: s.title for s in backend_status()}  # "MIGraphX (CPU)" on a host without an AMD GPU
     return st.selectbox(label, backend_choices(), key=key, format_func=lambda n: titles.get(n, n),
-                        help="ONNX Runtime / MIGraphX run an exported, optimised graph: faster than eager "
-                             "PyTorch on this kind of machine (see the Compiled inference page).")
+                        help=help or "ONNX Runtime / MIGraphX run an exported, optimised graph: faster than "
+                                     "eager PyTorch on this kind of machine (see the Compiled inference page).")
 
 
 PRECISION_LABELS = {"fp32": "fp32 (same answers as PyTorch)",

@@ -1,12 +1,98 @@
-"""The Compiled page's readouts: what preparing a backend did (export reused from the cache or made now, the .onnx
-to download), and the benchmark table with labelled columns, its speed-up and the single-image latency."""
+"""The Compiled page's state and readouts: what the page keeps across a visit elsewhere (CompiledState), what
+preparing a backend did (export reused from the cache or made now, the .onnx to download), and the benchmark
+table with labelled columns, its speed-up and the single-image latency."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+
+from dlguide_core.inference.backend_base import BackendOptions
+from dlguide_core.inference.benchmark import BenchRow
+from dlguide_core.vision.classify import ImageResult
+from dlguide_core.vision.result_files import RunInfo
+
+STATE_KEY = "compiled"  # not widget state: Streamlit drops that when another page runs
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A backend prepared for one model (by fingerprint) with one set of options."""
+
+    fingerprint: str
+    backend: str
+    options: BackendOptions
+
+
+@dataclass(frozen=True)
+class Classified:
+    """The latest image classified through a prepared backend, and what produced it."""
+
+    prepared: Prepared
+    image: str
+    size: int
+    result: ImageResult
+    run: RunInfo
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One benchmark's settings and its rows."""
+
+    fingerprint: str
+    backends: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    iters: int
+    options: BackendOptions
+    rows: tuple[BenchRow, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class CompiledState:
+    """What the Compiled page remembers for a session: the model and backend chosen, what each prepared backend
+    reported (Backend.describe()), the latest classification (only one: no hoard of decoded images) and the
+    latest benchmark."""
+
+    weights: str | None = None
+    backend: str | None = None
+    prepared: tuple[tuple[Prepared, dict[str, Any]], ...] = ()
+    classified: Classified | None = None
+    bench: BenchRun | None = None
+
+    def described(self, key: Prepared) -> dict[str, Any] | None:
+        return next((info for k, info in self.prepared if k == key), None)
+
+    def with_prepared(self, key: Prepared, info: dict[str, Any]) -> CompiledState:
+        return replace(self, prepared=(*[(k, i) for k, i in self.prepared if k != key], (key, info)))
+
+
+def compiled_state() -> CompiledState:
+    state = st.session_state.get(STATE_KEY)
+    return state if isinstance(state, CompiledState) else CompiledState()
+
+
+def remember(**changes) -> CompiledState:
+    """The session's CompiledState with `changes`, stored for the next run."""
+    state = st.session_state[STATE_KEY] = replace(compiled_state(), **changes)
+    return state
+
+
+def remember_prepared(key: Prepared, info: dict[str, Any]) -> CompiledState:
+    state = st.session_state[STATE_KEY] = compiled_state().with_prepared(key, info)
+    return state
+
+
+def prepared_message(info: dict[str, Any]) -> str:
+    """What preparing did: the provider, setup, export, compile and .mxr load times."""
+    return (f"{info['title']} ready on **{info['provider']}** · setup {info['setup_s']:.2f} s"
+            + export_note(info)
+            + (f" · compiled in {info['compile_s']:.2f} s" if info.get("compile_s") is not None else "")
+            + (f" · compiled in {info['saved_compile_s']:.2f} s when cached" if info.get("saved_compile_s") else "")
+            + (f" · .mxr loaded in {info['load_s']:.2f} s" if info.get("load_s") is not None else ""))
 
 
 def bench_columns() -> dict:
@@ -61,3 +147,41 @@ def fastest_measured(table: pd.DataFrame) -> str:
     best = biggest.iloc[0]
     return (f"Fastest measured here just now: **{best['runtime']}** ({best['p50_ms']:.1f} ms per batch of "
             f"{int(best['batch_size'])}).")
+
+
+def show_bench(rows: tuple[BenchRow, ...], titles: dict[str, str]) -> None:
+    """A benchmark's rows: each error in a line, the labelled table, the single-image latency, the fastest
+    measured and the latency and throughput charts."""
+    import plotly.express as px
+
+    from dlguide_core.inference.benchmark import results_table
+    from dlguide_core.inference.registry import backend_label
+
+    for row in (r for r in rows if r.error):
+        label = titles.get(row.backend, row.backend)
+        (st.info if row.unavailable else st.warning)(f"{label}: {row.error}")
+    table = pd.DataFrame(results_table(rows))
+    if table.empty:
+        return
+    table.insert(1, "runtime", [backend_label(b, p) for b, p in zip(table["backend"], table["provider"])])
+    st.dataframe(table, hide_index=True, key="compiled_bench_table", column_config=bench_columns())
+    st.caption(single_image_latency(table))
+    st.markdown(fastest_measured(table))
+    fig = px.bar(table, x="batch_size", y="p50_ms", color="runtime", barmode="group",
+                 hover_data=["provider", "p95_ms", "speedup"], title="Latency per batch (lower is better)",
+                 labels={"p50_ms": "p50 latency (ms)", "batch_size": "batch size"})
+    st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_latency")
+    fig = px.bar(table, x="batch_size", y="images_per_s", color="runtime", barmode="group",
+                 labels={"images_per_s": "images/s", "batch_size": "batch size"},
+                 title="Throughput (higher is better)")
+    st.plotly_chart(fig.update_xaxes(type="category"), key="compiled_bench_throughput")
+
+
+def record_bench(rows: tuple[BenchRow, ...], precision: str) -> None:
+    """Each backend's batch-1 p50 as this machine's measurement (the Classify page's backend help says it)."""
+    from dlguide_core.inference import measured
+
+    for row in rows:
+        if row.error is None and row.batch_size == 1 and row.p50_ms is not None:
+            measured.record(measured.Measurement(row.backend, precision if row.backend != "torch" else "fp32",
+                                                 row.p50_ms, "Compiled benchmark, batch 1"))

@@ -1,9 +1,58 @@
-"""Booth mode in the UI: the guard every other page calls first, and freeing a visitor's uploads.
-The booth's model, runner and attract view are cached in ui.cache (serve.py warms them)."""
+"""Booth mode in the UI: the guard every other page calls first, and the booth page's pieces (its CSS, the
+visitor's photo, answer and Grad-CAM, the attract view, the idle reset and the training ticker).
+The booth's model, runner and attract view are cached in ui.cache (serve.py warms them); what the booth decides
+(its weights, backend, idle timing, attract order) is decided in dlguide_core.booth."""
 
 from __future__ import annotations
 
+import hashlib
+import html
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
 import streamlit as st
+from PIL import Image
+
+if TYPE_CHECKING:
+    from dlguide_core.booth import TimedPrediction
+    from dlguide_core.vision.gradcam import GradCam
+
+CSS = """<style>
+[data-testid="stFileUploaderDropzone"] {min-height: 9rem; font-size: 1.3rem;}
+[data-testid="stFileUploaderDropzone"] button, .stButton button, [data-testid="stCameraInputButton"],
+button[data-variant="segmented_control"] {min-height: 3.6rem; padding: 0.6rem 1.6rem;}
+[data-testid="stFileUploaderDropzone"] button p, .stButton button p, [data-testid="stCameraInputButton"] p,
+button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {font-size: 1.4rem;}
+.kiosk-bars {display: flex; flex-direction: column; gap: 0.7rem; margin: 0.5rem 0 1rem;}
+.kiosk-row {display: grid; grid-template-columns: minmax(8rem, 16rem) 1fr 4.5rem; gap: 0.8rem; align-items: center;}
+.kiosk-label {font-size: 1.5rem; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;}
+.kiosk-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
+.kiosk-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
+.kiosk-pct {font-size: 1.5rem; text-align: right;}
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere;}
+[data-testid="stMetricValue"] > div {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
+@media (max-width: 640px) {
+  .kiosk-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
+  .kiosk-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
+  .kiosk-track {height: 1.5rem;}
+  .kiosk-pct {font-size: 1.15rem;}
+}
+</style>"""
+CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"  # icons need no emoji font
+VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """A visitor's photo (decoded at the model's size, never the full resolution), its prediction
+    (booth.TimedPrediction) and, once asked for, its Grad-CAM: session memory only."""
+
+    digest: str
+    image: Image.Image = field(repr=False, compare=False)
+    result: TimedPrediction
+    cam: GradCam | None = field(default=None, repr=False, compare=False)
 
 
 def hide_in_kiosk() -> None:
@@ -31,3 +80,166 @@ def forget_uploaded_files(files: list) -> None:
     for file_id in ids:
         # The runtime's MemoryUploadedFileManager has remove_file; the protocol it is typed as lacks it.
         manager.remove_file(ctx.session_id, file_id)  # type: ignore[attr-defined,union-attr]
+
+
+def bars_html(top) -> str:
+    rows = "".join(
+        f'<div class="kiosk-row"><span class="kiosk-label">{html.escape(p.label)}</span>'
+        f'<div class="kiosk-track"><div class="kiosk-fill" style="width:{p.prob * 100:.1f}%"></div></div>'
+        f'<span class="kiosk-pct">{p.prob:.0%}</span></div>'
+        for p in top
+    )
+    return f'<div class="kiosk-bars">{rows}</div>'
+
+
+def nonce() -> int:
+    return st.session_state.setdefault("kiosk_nonce", 0)
+
+
+def reset_visitor() -> None:
+    """Forget everything the visitor gave us: photos, results, and the widgets that held them."""
+    forget_uploaded_files([st.session_state.get(f"kiosk_{w}_{nonce()}") for w in ("upload", "camera")])
+    for key in [k for k in st.session_state if str(k).startswith("kiosk_") and k not in VISITOR_KEYS_KEPT]:
+        del st.session_state[key]
+    st.session_state.kiosk_nonce = nonce() + 1  # new widget keys: the old uploader/camera are gone
+
+
+@st.fragment(run_every=1.0)
+def idle_watchdog(idle_s: float) -> None:
+    from dlguide_core import booth
+
+    left = booth.seconds_left(st.session_state.kiosk_last_active, time.monotonic(), idle_s)
+    if left <= 0:
+        reset_visitor()
+        st.rerun(scope="app")
+    st.caption(f":material/hourglass_top: This screen clears itself {left:.0f} s after your last tap.")
+
+
+def attract_view(items: list) -> None:
+    """The bundled samples in turn (every booth screen shows the same one at the same time)."""
+    from dlguide_core import booth
+
+    @st.fragment(run_every=booth.ATTRACT_PERIOD_S)
+    def view() -> None:
+        if not items:
+            return
+        item = items[booth.attract_index(time.time(), len(items))]
+        left, right = st.columns([1, 2])
+        left.image(item.image, caption=f"Example: {item.name}", width="stretch")
+        with right:
+            st.markdown("### Show the camera something, or upload a photo!")
+            st.markdown(bars_html(item.top), unsafe_allow_html=True)
+
+    view()
+
+
+def run_name(job) -> str:
+    """The run's name for visitors (never its id): the name people gave it, else its recipe and start time."""
+    return job.name or f"{job.recipe}, started {time.strftime('%H:%M', time.localtime(job.created))}"
+
+
+@st.fragment(run_every=2.0)
+def loss_ticker(job_id: str, name: str) -> None:
+    from dlguide_core.errors import StoreError
+    from ui.cache import existing_job_store
+    from ui.charts import loss_figure
+
+    store = existing_job_store()
+    try:
+        steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
+    except StoreError:  # the store is away: the booth goes on without its ticker
+        steps = {"step": [], "loss": []}
+    st.markdown(f"**{html.escape(name)}**: how wrong the model still is (its training loss: lower is better)")
+    if not steps["step"]:
+        st.caption("Waiting for the first training step…")
+        return
+    st.plotly_chart(loss_figure(steps["step"], steps["loss"]), key="kiosk_ticker_chart",
+                    config={"displayModeBar": False, "staticPlot": True})
+
+
+def training_ticker() -> None:
+    """A running job's loss, titled with its name; a choice of run only when several run at once."""
+    from dlguide_core.errors import StoreError
+    from ui.cache import existing_job_store
+
+    store = existing_job_store()
+    try:
+        running = [j for j in store.list_jobs() if j.status == "running"] if store else []
+    except StoreError:  # the store is away: the booth goes on without its ticker
+        running = []
+    if not running:
+        st.caption("No model is training right now.")
+        return
+    st.subheader("Meanwhile, a model is learning")
+    job = running[0]  # the newest
+    if len(running) > 1:
+        job = st.selectbox("Which run to watch", running, key="kiosk_job", format_func=run_name)
+    loss_ticker(job.id, run_name(job))
+
+
+def visitor_photo() -> tuple[str, bytes] | None:
+    from dlguide_core.vision.images import UPLOAD_TYPES
+
+    source = st.segmented_control("Photo from", [CAMERA, UPLOAD], default=CAMERA, required=True,
+                                  key=f"kiosk_source_{nonce()}", label_visibility="collapsed")
+    if source == UPLOAD:
+        shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}")
+    else:
+        shot = st.camera_input("Take a picture", key=f"kiosk_camera_{nonce()}")
+    return (shot.name, shot.getvalue()) if shot is not None else None
+
+
+def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
+    """The visitor's image and prediction, computed once per photo and kept in session memory."""
+    from dlguide_core import booth
+    from dlguide_core.errors import ImageError
+    from dlguide_core.vision.images import load_image
+
+    digest = hashlib.sha256(data).hexdigest()
+    visitor = st.session_state.get("kiosk_visitor")
+    if visitor is not None and visitor.digest == digest:
+        return visitor
+    try:
+        image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
+    except ImageError as exc:
+        st.error(str(exc), icon=":material/block:")
+        return None
+    visitor = st.session_state.kiosk_visitor = Visitor(digest, image, booth.predict_timed(loaded, runner, image))
+    return visitor
+
+
+def show_visitor(loaded, runner, visitor: Visitor) -> None:
+    from dlguide_core.vision.gradcam import grad_cam
+
+    result = visitor.result
+    top = result.top[0]
+    st.markdown(f"## I think it's a **{html.escape(top.label)}** ({top.prob:.0%})")
+    st.markdown(bars_html(result.top), unsafe_allow_html=True)
+    a, b, c = st.columns(3)
+    a.metric("This prediction took", f"{result.latency_ms:.0f} ms")
+    b.metric("Ran on", result.device)
+    c.metric("Backend", result.backend)
+    if st.toggle(":material/local_fire_department: Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
+        if visitor.cam is None:
+            with runner.lock:  # one model computation at a time, as for predictions
+                cam = grad_cam(loaded, visitor.image, class_index=top.index)
+            visitor = st.session_state.kiosk_visitor = replace(visitor, cam=cam)
+        else:
+            cam = visitor.cam
+        st.image(cam.overlay, caption=f"Grad-CAM for “{top.label}”: red is where it looked", width=480)
+
+
+def how_it_works(loaded, visitor: Visitor) -> None:
+    from dlguide_core.vision.gradcam import model_view
+    from dlguide_core.vision.presets import preprocess
+
+    st.subheader("How it works")
+    preset = loaded.preset
+    one, two, three = st.columns(3)
+    one.image(visitor.image, caption="1 · Your photo", width="stretch")
+    view = model_view(preprocess([visitor.image], preset), preset)
+    two.image(view, caption=f"2 · What the model sees: resized to {preset.resize}, centre-cropped to "
+                            f"{preset.crop}×{preset.crop}, colours normalised", width="stretch")
+    top = visitor.result.top[0]
+    three.markdown(f"**3 · The answer**\n\n### {html.escape(top.label)}\n\n{top.prob:.0%} sure, "
+                   f"out of the {len(loaded.class_names)} things it knows.")

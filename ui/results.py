@@ -7,6 +7,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dlguide_core.vision.classify import ImageResult
+from dlguide_core.vision.result_files import RunInfo
+
+
+def produced_by(run: RunInfo, titles: dict[str, str]) -> str:
+    """"ONNX Runtime · fp32 · 23.4 ms per image": what produced a result, named by `titles`
+    (dlguide_core.inference.registry.backend_status's titles)."""
+    return f"{titles.get(run.backend, run.backend)} · {run.precision} · {run.latency_ms:.1f} ms per image"
 
 
 def predictions_frame(result: ImageResult) -> pd.DataFrame:
@@ -26,8 +33,8 @@ def predictions_chart(result: ImageResult, height: int = 260) -> go.Figure:
     return fig
 
 
-def show_result(result: ImageResult, image, key: str) -> None:
-    """One image beside its top-k table and bar chart, or its error."""
+def show_result(result: ImageResult, image, key: str, caption: str | None = None) -> None:
+    """One image beside its top-k table and bar chart, or its error; `caption` (produced_by) under the table."""
     if result.error:
         st.error(result.error, icon=":material/block:")
         return
@@ -39,4 +46,6 @@ def show_result(result: ImageResult, image, key: str) -> None:
         st.dataframe(predictions_frame(result), hide_index=True, width="stretch", key=f"{key}_table",
                      column_config={"probability": st.column_config.ProgressColumn(
                          "probability", min_value=0.0, max_value=1.0, format="percent")})
+        if caption:
+            st.caption(caption)
         st.plotly_chart(predictions_chart(result), key=f"{key}_chart", config={"displayModeBar": False})

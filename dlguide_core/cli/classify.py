@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress, positive_int
@@ -22,16 +21,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlguide_core.vision.classify import classify_sources
     from dlguide_core.vision.models import load_model
+    from dlguide_core.vision.result_files import classify_timed, results_json
 
     loaded = load_model(args.weights, device=args.device, progress=download_progress("weights"))
     if not loaded.trained:
         print(f"warning: weights are {loaded.label}; predictions are meaningless", file=sys.stderr)
-    results = classify_sources(loaded, [(path, path) for path in args.images], k=args.top,
-                               batch_size=args.batch_size)
+    results, run = classify_timed(loaded, [(path, path) for path in args.images], weights=args.weights,
+                                  k=args.top, batch_size=args.batch_size)  # eager PyTorch, fp32
     if args.json:
-        print(json.dumps([r.to_json() for r in results], indent=2))
+        print(results_json(results, run))
     else:
         for r in results:
             if r.error:

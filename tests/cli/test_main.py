@@ -44,7 +44,8 @@ def test_classify_json_keeps_order_and_exits_1_on_a_bad_image(capsys, sample_jpe
     code, out, _ = run_cli(capsys, "classify", str(bad), str(sample_jpeg), "--weights", "none", "--json")
     data = json.loads(out)
     assert code == 1
-    assert data[0] == {"image": str(bad), "error": data[0]["error"]} and "not an image" in data[0]["error"]
+    assert data[0]["image"] == str(bad) and "top" not in data[0] and "not an image" in data[0]["error"]
+    assert data[0]["backend"] == "torch" and data[0]["weights"] == "none"
     assert len(data[1]["top"]) == 5
 
 

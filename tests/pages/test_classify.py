@@ -40,6 +40,21 @@ def test_upload_shows_five_rows_and_untrained_banner(sample_jpeg):
     assert len(table.value) == 5 and list(table.value["rank"]) == [1, 2, 3, 4, 5]
 
 
+def test_each_result_says_its_backend_precision_and_latency_and_the_help_what_was_measured(sample_jpeg):
+    from dlguide_core.inference.registry import backend_status
+
+    title = {s.name: s.title for s in backend_status()}["torch"]
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    at.file_uploader(key="classify_upload").set_value(("cat.jpg", sample_jpeg.read_bytes(), "image/jpeg")).run()
+    assert not at.exception
+    (caption,) = [c.value for c in at.caption if c.value.startswith(f"{title} · fp32 · ")]
+    assert caption.endswith(" ms per image") and float(caption.split(" · ")[2].split()[0]) > 0
+    at.run()  # the backend help now says what this machine measured: this very run
+    help_text = at.selectbox(key="classify_backend").help
+    assert help_text.startswith("Measured on this machine") and f"{title} fp32" in help_text
+
+
 def test_a_bad_file_gets_its_own_error_and_the_others_still_show(sample_jpeg):
     at = open_app()
     at.selectbox(key="classify_weights").set_value("none").run()

@@ -67,6 +67,7 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     top = _table(at, "probability")
     assert len(top) == 5 and set(top["label"]) <= {"plane", "car", "bird", "cat", "deer", "dog", "frog", "horse",
                                                    "ship", "truck"}
+    assert any(c.value.startswith("ONNX Runtime · fp32 · ") for c in at.caption)  # what produced it
 
     at.multiselect(key="compiled_bench_backends").set_value(["torch", "onnxruntime"])
     at.multiselect(key="compiled_bench_sizes").set_value([1])
@@ -102,6 +103,7 @@ def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoin
     precision.set_value("int8").run()
     assert not at.exception and not at.error
     assert len(_table(at, "probability")) == 5
+    assert any(c.value.startswith("ONNX Runtime · int8 · ") for c in at.caption)  # the result says what made it
 
 
 @pytest.mark.migraphx

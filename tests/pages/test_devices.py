@@ -1,8 +1,31 @@
+import threading
+import time
+
+import pytest
+
+from dlguide_core import device_probes, devices
 from tests.support.apptest import open_app
 
 
-def test_devices_page_renders_report_and_checks():
+@pytest.fixture
+def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> device_probes.BackgroundProbes:
+    """A probe runner of this test's own: no probe finished by an earlier test."""
+    probes = device_probes.BackgroundProbes()
+    monkeypatch.setattr(device_probes, "_BACKGROUND", probes)
+    return probes
+
+
+def _wait_done(timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not device_probes.probe_report(include_tensorflow=True).done:
+        assert time.monotonic() < deadline, "the background probes never finished"
+        time.sleep(0.1)
+
+
+def test_devices_page_renders_report_and_checks(fresh_probes):
     at = open_app("pages/devices.py")
+    _wait_done()
+    at.run()
     assert not at.exception
     assert at.title[0].value == "Devices"
     tables = {tuple(df.value.columns): df.value for df in at.dataframe}
@@ -12,3 +35,36 @@ def test_devices_page_renders_report_and_checks():
     runtimes = tables[("runtime", "available", "detail")]
     assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime"]
     assert any("TensorFlow" in s.value for s in at.subheader)
+
+
+def test_the_page_draws_before_the_slow_probes_finish_and_fills_in_after(fresh_probes, monkeypatch):
+    release = threading.Event()
+
+    def slow_tensorflow():
+        release.wait(60)
+        return {"version": "9.9.9", "devices": [{"name": "/physical_device:CPU:0", "type": "CPU"}],
+                "built_with_rocm": False, "built_with_cuda": False}
+
+    def slow_migraphx():
+        release.wait(60)
+        return True, "migraphx 9.9 from a stand-in", {}
+
+    monkeypatch.setattr(devices, "tensorflow_info", slow_tensorflow)
+    monkeypatch.setattr(device_probes, "_migraphx_probe", slow_migraphx)
+    at = open_app("pages/devices.py")  # returns while both probes wait (they would wait 60 s)
+    assert not release.is_set() and not at.exception
+    assert at.title[0].value == "Devices"
+    assert list(at.dataframe[0].value["check"])[:2] == ["import torch", "GPU available"]
+    probing = [i.value for i in at.info if "probing…" in i.value]
+    assert [p.split(":")[0] for p in probing] == ["MIGraphX", "TensorFlow"]
+    assert "9.9.9" not in " ".join(m.value for m in at.markdown)
+
+    release.set()
+    _wait_done(10)
+    at.run()
+    assert not at.exception
+    assert not [i.value for i in at.info if "probing…" in i.value]
+    assert any("TensorFlow 9.9.9" in m.value for m in at.markdown)
+    runtimes = {tuple(df.value.columns): df.value for df in at.dataframe}[("runtime", "available", "detail")]
+    assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime"]
+    assert runtimes["detail"][0] == "migraphx 9.9 from a stand-in"

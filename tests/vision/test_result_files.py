@@ -8,7 +8,9 @@ import io
 
 from dlguide_core.csv_cells import safe_cell
 from dlguide_core.vision.classify import ImageResult, Prediction
-from dlguide_core.vision.result_files import confusion_csv, results_csv
+from dlguide_core.vision.result_files import RunInfo, confusion_csv, results_csv
+
+RUN = RunInfo("=weights.pt", "onnxruntime", "int8", 12.5)
 
 HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx"]
 
@@ -21,13 +23,36 @@ def test_formula_like_cells_are_quoted_and_numbers_are_not():
 def test_results_csv_escapes_image_names_labels_and_errors():
     results = [ImageResult("=cmd|' /C calc'!A0.jpg", top=(Prediction("@evil", 3, 0.75),)),
                ImageResult("-bad.png", error="-not an image")]
-    rows = list(csv.reader(io.StringIO(results_csv(results))))
-    assert rows[0] == ["image", "rank", "label", "index", "probability", "error"]
-    assert rows[1] == ["'=cmd|' /C calc'!A0.jpg", "1", "'@evil", "3", "0.75", ""]
-    assert rows[2] == ["'-bad.png", "", "", "", "", "'-not an image"]
+    rows = list(csv.reader(io.StringIO(results_csv(results, RUN))))
+    assert rows[0] == ["image", "rank", "label", "index", "probability", "error",
+                       "weights", "backend", "precision", "latency_ms"]
+    assert rows[1] == ["'=cmd|' /C calc'!A0.jpg", "1", "'@evil", "3", "0.75", "", "'=weights.pt", "onnxruntime",
+                       "int8", "12.5"]
+    assert rows[2] == ["'-bad.png", "", "", "", "", "'-not an image", "'=weights.pt", "onnxruntime", "int8", "12.5"]
 
 
 def test_confusion_csv_escapes_class_names():
     text = confusion_csv({"classes": ["+a", "b"], "matrix": [[1, 0], [2, 3]]})
     assert list(csv.reader(io.StringIO(text))) == [["true\\predicted", "'+a", "b"], ["'+a", "1", "0"],
                                                    ["b", "2", "3"]]
+
+
+def test_the_pages_json_download_has_the_shape_classify_json_prints(capsys, sample_jpeg, tmp_path):
+    """The Classify page builds its JSON with results_json(classify_timed(...)); the CLI prints classify --json:
+    the same keys, image by image, good images and bad ones alike."""
+    import json
+
+    from dlguide_core.cli.main import main
+    from dlguide_core.vision.models import load_model
+    from dlguide_core.vision.result_files import classify_timed, results_json
+
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("not an image")
+    assert main(["classify", str(sample_jpeg), str(bad), "--weights", "none", "--top", "3", "--json"]) == 1
+    cli = json.loads(capsys.readouterr().out)
+    sources = [(str(sample_jpeg), sample_jpeg.read_bytes()), (str(bad), bad.read_bytes())]
+    ui = json.loads(results_json(*classify_timed(load_model("none"), sources, weights="none", k=3)))
+    assert [set(r) for r in ui] == [set(r) for r in cli]
+    assert [set(p) for p in ui[0]["top"]] == [set(p) for p in cli[0]["top"]]
+    assert {"weights", "backend", "precision", "latency_ms", "top"} <= set(cli[0]) and "error" in cli[1]
+    assert (ui[0]["weights"], ui[0]["backend"], ui[0]["precision"]) == ("none", "torch", "fp32")

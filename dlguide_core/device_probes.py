@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from dlguide_core import devices
+from dlguide_core.smi import smi_readings
 
 SLOW_PROBES = ("migraphx", "smi", "tensorflow")  # what probe_report runs in the background
 
@@ -73,7 +74,7 @@ def _finished(future: Future, failed: Callable[[str], Any]) -> Any:
 def probe_report(*, include_tensorflow: bool = True, again: bool = False) -> ProbedReport:
     """The report without waiting for the slow probes (SLOW_PROBES, started here on first call and run once
     per process; `again` reruns the finished ones): the fast fields now, the slow ones once finished."""
-    slow: dict[str, Callable[[], Any]] = {"migraphx": _migraphx_probe, "smi": devices.smi_readings}
+    slow: dict[str, Callable[[], Any]] = {"migraphx": _migraphx_probe, "smi": smi_readings}
     if include_tensorflow:
         slow["tensorflow"] = devices.tensorflow_info
     futures = {name: _BACKGROUND.start(name, fn, again=again) for name, fn in slow.items()}

@@ -175,7 +175,7 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "tf": {"jobs", "inference"},  # the TensorFlow recipes: a layer beside training (issue 23)
     "inference": {"training", "jobs", "data"},
 }
-BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells")  # the bottom layer
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells", "smi")  # the bottom layer
 BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from dlguide_core import devices
+from dlguide_core import devices, smi
 from tests.support.paths import SMI_FIXTURES
 
 DATA = SMI_FIXTURES
@@ -31,7 +31,7 @@ def test_install_checks_follow_the_guide():
 
 
 def test_parse_rocm_smi_mi300x_uses_junction_when_edge_is_na():
-    readings = devices.parse_rocm_smi((DATA / "rocm_smi_mi300x.json").read_text())
+    readings = smi.parse_rocm_smi((DATA / "rocm_smi_mi300x.json").read_text())
     assert [r.index for r in readings] == [0, 1]  # the "system" section is not a GPU
     assert readings[0].utilisation_percent == 37.0
     assert readings[0].temperature_c == 52.0
@@ -40,18 +40,18 @@ def test_parse_rocm_smi_mi300x_uses_junction_when_edge_is_na():
 
 
 def test_parse_rocm_smi_consumer_card_prefers_edge():
-    (reading,) = devices.parse_rocm_smi((DATA / "rocm_smi_rx7900.json").read_text())
+    (reading,) = smi.parse_rocm_smi((DATA / "rocm_smi_rx7900.json").read_text())
     assert reading.temperature_c == 63.0 and reading.utilisation_percent == 99.0
     assert reading.source == "rocm-smi"
 
 
 def test_parse_amd_smi_units_and_na():
-    readings = devices.parse_amd_smi((DATA / "amd_smi_metric.json").read_text())
+    readings = smi.parse_amd_smi((DATA / "amd_smi_metric.json").read_text())
     assert readings[0].temperature_c == 48.0  # edge is N/A: hotspot instead
     assert readings[0].vram_total_bytes == 196288 * 2**20
     assert readings[1].temperature_c == 35.0
     wrapped = json.dumps({"gpu_data": json.loads((DATA / "amd_smi_metric.json").read_text())})
-    assert devices.parse_amd_smi(wrapped) == readings
+    assert smi.parse_amd_smi(wrapped) == readings
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import streamlit as st
 from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference.backend_base import backend_model
+from dlguide_core.inference.names import BASELINE
 from dlguide_core.vision.classify import classify_sources
 from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
 from dlguide_core.vision.result_files import results_csv, results_json
@@ -39,7 +40,7 @@ with image_tab:
     # "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
     backend_name = backend_selectbox("classify_backend")
     run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
-    if backend_name != "torch":
+    if backend_name != BASELINE:
         options = precision_options(backend_name, "classify_precision")
         try:
             with st.spinner("Preparing the compiled backend (a one-time ONNX export)…"):

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import booth, devices
+from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, label
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
@@ -48,8 +49,8 @@ if report.smi:
 
 st.subheader("Inference runtimes")
 st.dataframe(coloured(pd.DataFrame([
-    {"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
-    {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
+    {"runtime": label(MIGRAPHX), "available": mark(report.migraphx), "detail": report.migraphx_detail},
+    {"runtime": label(ONNXRUNTIME), "available": mark(bool(report.onnxruntime_providers)),
      "detail": ort_providers_text(report.onnxruntime_providers)},
 ]), "available"), hide_index=True, key="devices_runtimes")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TORCH, ONNXRUNTIME, MIGRAPHX = "torch", "onnxruntime", "migraphx"
+TORCH, ONNXRUNTIME, MIGRAPHX, ZENTORCH = "torch", "onnxruntime", "migraphx", "zentorch"
 BASELINE = TORCH  # what every other backend is compared with, and what runs when nothing else does
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)
 TARGETS = ("auto", "gpu", "cpu")
@@ -62,6 +62,10 @@ SPECS: tuple[BackendSpec, ...] = (
         # 1.5-2x slower than ORT fp32 on this CPU; checked against eager when it compiles
         Ranked(60, "cpu", "MIGraphX (CPU) ({reason})", timed=True)),
         target_labels=(("gpu", "MIGraphX (GPU)"), ("cpu", "MIGraphX (CPU)"))),
+    BackendSpec(ZENTORCH, "zentorch", (
+        # AMD's ZenDNN plugin for torch.compile (docs/BENCHMARKS.md); checked: other kernels than eager's
+        Ranked(70, "cpu", "zentorch: torch.compile with ZenDNN ({reason})", timed=True, checked=True,
+               when="where the CPU has AVX-512"),)),
 )
 SPEC = {spec.name: spec for spec in SPECS}
 NAMES = tuple(SPEC)  # the `bench --backends` choices, in this order

@@ -92,12 +92,14 @@ def test_migraphx_gpu_target_without_gpu_says_so(fake_migraphx, monkeypatch):
 
 def test_backend_choices_put_torch_first_then_what_runs_here(monkeypatch):
     monkeypatch.setitem(sys.modules, "migraphx", None)
+    monkeypatch.setitem(sys.modules, "zentorch", None)  # optional too: tests/inference/test_backend_zentorch.py
     assert backend_choices() == ["torch", "onnxruntime"]
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     assert backend_choices() == ["torch"]
 
 
-def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx):
+def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx, monkeypatch):
+    monkeypatch.setitem(sys.modules, "zentorch", None)
     assert backend_choices() == ["torch", "onnxruntime", "migraphx"]
 
 

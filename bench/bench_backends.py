@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dlguide_core.errors import DlguideError  # noqa: E402
+from dlguide_core.inference import names  # noqa: E402
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
 from dlguide_core.inference.benchmark import agreement, time_runs  # noqa: E402
 from dlguide_core.inference.registry import prepare_backend  # noqa: E402
@@ -97,18 +98,18 @@ def migraphx_paths(loaded, size: int, precisions: list[str], notes: list[str]) -
             notes.append(f"- {status.title} {precision}: {status.reason}")
             continue
         try:
-            first = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+            first = prepare_backend(names.MIGRAPHX, loaded, batch_size=size, options=options)
         except DlguideError as exc:  # e.g. a precision that gives wrong answers for this model
             notes.append(f"- {status.title} {precision}, batch {size}: refused: {exc}")
             continue
-        again = prepare_backend("migraphx", loaded, batch_size=size, options=options)
+        again = prepare_backend(names.MIGRAPHX, loaded, batch_size=size, options=options)
         info, loaded_info = first.describe(), again.describe()
-        compile_s = info["compile_s"] if info["compile_s"] is not None else info["saved_compile_s"]
-        mib = Path(loaded_info["mxr"]).stat().st_size / 2**20
-        second = (f".mxr load {loaded_info['load_s']:.2f} s" if loaded_info["load_s"] is not None
-                  else f"second start compiles again ({loaded_info['compile_s']:.1f} s)")
+        compile_s = info.compile_s if info.compile_s is not None else info.saved_compile_s
+        mib = Path(loaded_info.mxr).stat().st_size / 2**20
+        second = (f".mxr load {loaded_info.load_s:.2f} s" if loaded_info.load_s is not None
+                  else f"second start compiles again ({loaded_info.compile_s:.1f} s)")
         notes.append(f"- {again.label} {precision}, batch {size}: compile {compile_s:.1f} s"
-                     f"{'' if info['compile_s'] is not None else ' (earlier run)'}, {second} ({mib:.0f} MiB)")
+                     f"{'' if info.compile_s is not None else ' (earlier run)'}, {second} ({mib:.0f} MiB)")
         out[f"{again.label} {precision}"] = again
     return out
 
@@ -131,9 +132,9 @@ def main() -> None:
     label = standin_weights() if args.weights == "standin" else args.weights
     loaded = load_model("imagenet" if args.weights == "standin" else args.weights, device="cpu")
     options = BackendOptions(target="cpu", intra_op_threads=args.threads, graph_optimization=args.graph_optimization)
-    paths = {"guide eager": GuideEager(loaded.model), "dlguide eager": prepare_backend("torch", loaded),
-             "ORT fp32": prepare_backend("onnxruntime", loaded, options=options),
-             "ORT int8": prepare_backend("onnxruntime", loaded, options=replace(options, precision="int8"))}
+    paths = {"guide eager": GuideEager(loaded.model), "dlguide eager": prepare_backend(names.TORCH, loaded),
+             "ORT fp32": prepare_backend(names.ONNXRUNTIME, loaded, options=options),
+             "ORT int8": prepare_backend(names.ONNXRUNTIME, loaded, options=replace(options, precision="int8"))}
     ort = paths["ORT fp32"]
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads), ORT {ort.provider}, graph opt {args.graph_optimization}, "

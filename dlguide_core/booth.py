@@ -101,18 +101,18 @@ def fastest_predictor(loaded: LoadedModel) -> Predictor:
     Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
     (a cache of the model, never of visitor data).
     """
-    from dlguide_core.inference import registry
+    from dlguide_core.inference import names, registry
 
     choice = backend_choice()
     why = f"DLGUIDE_KIOSK_BACKEND={choice}"
     if choice == "auto":
         backend, why = fastest_measured(loaded)
-    elif choice in registry.BACKENDS:
+    elif choice in names.NAMES:
         backend = registry.prepare_backend(choice, loaded)
     else:
-        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(registry.BACKENDS)}, "
+        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(names.NAMES)}, "
                            f"not {choice!r}")
-    return Predictor(f"{variant_label(backend)} · {backend.provider}", provider_device(backend.provider, loaded),
+    return Predictor(f"{variant_label(backend)} · {backend.provider}", backend_device(backend, loaded),
                   backend.run, why=why)
 
 
@@ -120,16 +120,29 @@ RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per conte
 
 
 def choice_rule() -> str:
-    """The rule `fastest_predictor` follows, in words, for the booth info and the Devices page."""
+    """The rule `fastest_predictor` follows, in words, for the booth info and the Devices page (from the ranking
+    declared in `names`, so a new backend's place is stated where it is declared)."""
     from dlguide_core.inference.choice import AGREEMENT_MIN, CHECK_VAL_PHOTOS
+    from dlguide_core.inference.names import SPEC, Ranked, label, ranking
 
+    def variant(name: str, ranked: Ranked) -> str:
+        return f"{label(name, ranked.target)} {ranked.precision}" + (f" ({ranked.when})" if ranked.when else "")
+
+    def on_gpu(name: str) -> str:  # "MIGraphX (GPU)", "ONNX Runtime on a GPU"
+        return label(name, "gpu") if dict(SPEC[name].target_labels).get("gpu") else f"{label(name)} on a GPU"
+
+    ranked = ranking()
+    gpu = ", then ".join(on_gpu(n) for n, r in ranked if r.target == "gpu" and not r.timed)
+    cpu_pick = next(variant(n, r) for n, r in ranked if r.target == "cpu" and not r.timed)
+    timed = [(n, r) for n, r in ranked if r.timed]
+    checked = " and ".join(variant(n, r) for n, r in timed if r.checked) or "none"
     return (f"Booth backend: DLGUIDE_KIOSK_BACKEND when set; else a compiled GPU runtime when there is one "
-            f"(MIGraphX on an AMD GPU, then ONNX Runtime on a GPU provider, then PyTorch on the GPU); on a CPU, "
-            f"ONNX Runtime fp32, ONNX Runtime int8 and MIGraphX (CPU) fp32 are each timed on one sample photo "
-            f"({RANKING_WARMUP} warm-up + {RANKING_ITERS} runs) and the lowest p50 wins, among the variants that "
-            f"agree with eager PyTorch: fp32 ones give its answers (MIGraphX is checked when it compiles), int8 "
-            f"only where its top-1 matches eager on at least {AGREEMENT_MIN:.0%} of the bundled photos and up to "
-            f"{CHECK_VAL_PHOTOS} val photos under the data roots. Eager PyTorch when nothing else runs.")
+            f"(in this order: {gpu}); on a CPU, {cpu_pick} and each of {', '.join(variant(n, r) for n, r in timed)} "
+            f"that runs here are timed on one sample photo ({RANKING_WARMUP} warm-up + {RANKING_ITERS} runs) and "
+            f"the lowest p50 wins, among the variants that agree with eager PyTorch: {checked} only where its top-1 "
+            f"matches eager on at least {AGREEMENT_MIN:.0%} of the bundled photos and up to {CHECK_VAL_PHOTOS} val "
+            f"photos under the data roots; the other fp32 ones give its answers (MIGraphX is checked when it "
+            f"compiles). Eager PyTorch when nothing else runs.")
 
 
 def variant_label(backend: Backend) -> str:
@@ -140,14 +153,14 @@ def variant_label(backend: Backend) -> str:
 
 def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
     """`choice.prepare_fastest`, then, on a CPU host, the contenders it names (ORT int8 where it agrees with
-    eager, MIGraphX (CPU)) prepared and timed on one sample photo: the fastest p50 wins (`choice_rule`).
-    Returns it and the ranking."""
+    eager, MIGraphX (CPU), ...: `choice.cpu_contenders`) prepared and timed on one sample photo: the fastest p50
+    wins (`choice_rule`). Returns it and the ranking."""
     from dlguide_core.inference import backend_base, choice, registry
 
-    best = choice.prepare_fastest(loaded)
-    contenders = choice.cpu_contenders(choice.fastest_available(loaded)) if best.name == "onnxruntime" else []
+    best, fastest = choice.prepare_fastest(loaded), choice.fastest_available(loaded)
+    contenders = choice.cpu_contenders(fastest) if best.name == fastest.name else []
     if not contenders:
-        return best, f"{best.label}: {choice.fastest_available(loaded).reason}"
+        return best, f"{best.label}: {fastest.reason}"
     batch = backend_base.sample_batch(loaded, 1)  # (1, 3, crop, crop)
     timed, left_out = [(measure_p50_ms(best, batch), best)], []
     for contender in contenders:
@@ -155,7 +168,7 @@ def fastest_measured(loaded: LoadedModel) -> tuple[Backend, str]:
             other = registry.prepare_backend(contender.name, loaded, options=contender.options)
         except DlguideError:
             continue  # a contender that cannot prepare here simply does not run
-        if contender.options.precision != "fp32":
+        if contender.checked:
             photos = choice.check_photos()
             agree = choice.top1_agreement(loaded, other, photos)
             if agree < choice.AGREEMENT_MIN:
@@ -183,10 +196,9 @@ def measure_p50_ms(backend: Backend, batch: torch.Tensor) -> float:
     return latency_stats(times, len(batch))["p50_ms"]
 
 
-def provider_device(provider: str, loaded: LoadedModel) -> str:
-    """Where a backend's provider runs, in words: "CPU · 2 cores" or "GPU · <name>"."""
-    on_cpu = provider.lower().startswith(("cpu", "migraphx:cpu")) or provider == "ref"
-    return device_label(torch.device("cpu") if on_cpu or not torch.cuda.is_available() else loaded.device)
+def backend_device(backend: Backend, loaded: LoadedModel) -> str:
+    """Where a prepared backend runs, in words: "CPU · 2 cores" or "GPU · <name>"."""
+    return device_label(loaded.device if backend.on_gpu and torch.cuda.is_available() else torch.device("cpu"))
 
 
 def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image, k: int = 5) -> TimedPrediction:

@@ -16,7 +16,8 @@ import torch
 from dlguide_core import devices
 from dlguide_core.smi import smi_readings
 
-SLOW_PROBES = ("migraphx", "smi", "tensorflow")  # what probe_report runs in the background
+MIGRAPHX_PROBE, SMI_PROBE, TF_PROBE = "migraphx_lib", "smi", "tensorflow"  # a probe is named for what it loads
+SLOW_PROBES = (MIGRAPHX_PROBE, SMI_PROBE, TF_PROBE)  # what probe_report runs in the background
 
 
 @dataclass(frozen=True)
@@ -74,18 +75,19 @@ def _finished(future: Future, failed: Callable[[str], Any]) -> Any:
 def probe_report(*, include_tensorflow: bool = True, again: bool = False) -> ProbedReport:
     """The report without waiting for the slow probes (SLOW_PROBES, started here on first call and run once
     per process; `again` reruns the finished ones): the fast fields now, the slow ones once finished."""
-    slow: dict[str, Callable[[], Any]] = {"migraphx": _migraphx_probe, "smi": smi_readings}
+    slow: dict[str, Callable[[], Any]] = {MIGRAPHX_PROBE: _migraphx_probe, SMI_PROBE: smi_readings}
     if include_tensorflow:
-        slow["tensorflow"] = devices.tensorflow_info
+        slow[TF_PROBE] = devices.tensorflow_info
     futures = {name: _BACKGROUND.start(name, fn, again=again) for name, fn in slow.items()}
     pending = frozenset(name for name, future in futures.items() if not future.done())
     mgx_ok, mgx_detail, targets = False, "probing…", {}
-    if "migraphx" not in pending:
-        mgx_ok, mgx_detail, targets = _finished(futures["migraphx"], lambda why: (False, f"probe failed: {why}", {}))
-    smi = () if "smi" in pending else _finished(futures["smi"], lambda why: ())
+    if MIGRAPHX_PROBE not in pending:
+        mgx_ok, mgx_detail, targets = _finished(futures[MIGRAPHX_PROBE],
+                                                lambda why: (False, f"probe failed: {why}", {}))
+    smi = () if SMI_PROBE in pending else _finished(futures[SMI_PROBE], lambda why: ())
     tf = None
-    if include_tensorflow and "tensorflow" not in pending:
-        tf = _finished(futures["tensorflow"], lambda why: {"error": f"TensorFlow probe failed: {why}"})
+    if include_tensorflow and TF_PROBE not in pending:
+        tf = _finished(futures[TF_PROBE], lambda why: {"error": f"TensorFlow probe failed: {why}"})
     backend = devices.torch_backend()
     gpus = devices.list_gpus()
     report = devices.DeviceReport(

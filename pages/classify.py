@@ -6,6 +6,7 @@ from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference import measured
 from dlguide_core.inference.backend_base import backend_model
+from dlguide_core.inference.names import BASELINE
 from dlguide_core.inference.registry import backend_status
 from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
 from dlguide_core.vision.result_files import classify_timed, results_csv, results_json
@@ -42,7 +43,7 @@ with image_tab:
     backend_name = backend_selectbox("classify_backend", help=measured.summary(titles))
     run_with = loaded  # `loaded` itself stays the eager model for anything else on this page
     precision = "fp32"  # eager PyTorch's
-    if backend_name != "torch":
+    if backend_name != BASELINE:
         options = precision_options(backend_name, "classify_precision")
         precision = options.precision
         try:

@@ -13,7 +13,6 @@ from dlguide_core.inference.registry import backend_status
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.result_files import classify_timed
 from dlguide_core.vision.samples import bundled_samples
-from ui.backends import BACKEND_LABELS
 from ui.cache import get_backend
 from ui.compiled import (
     BenchRun,
@@ -49,7 +48,7 @@ statuses = backend_status()
 titles = {s.name: s.title for s in statuses}  # "MIGraphX (CPU)" on a host without an AMD GPU
 st.dataframe(coloured(pd.DataFrame([{"backend": s.title, "available": mark(s.available), "why": s.reason}
                                     for s in statuses]), "available"), hide_index=True, key="compiled_status")
-st.caption(f"Fastest available here: **{BACKEND_LABELS[fastest.name]}** ({fastest.reason}).")
+st.caption(f"Fastest available here: **{fastest.label}** ({fastest.reason}).")
 
 names = backend_choices()
 left, mid, right = st.columns(3)
@@ -84,7 +83,7 @@ if st.button("Prepare / compile", key="compiled_prepare", type="primary"):
     bar = st.progress(0.0, text="Starting…")
     try:
         backend = get_backend(name, loaded, options, progress=lambda msg, frac: bar.progress(frac, text=msg))
-        remember_prepared(prepared_key, backend.describe())
+        remember_prepared(prepared_key, backend.describe().to_json())
         bar.progress(1.0, text="Ready")
     except DlguideError as exc:
         bar.empty()

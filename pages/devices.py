@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import booth, device_probes, devices
+from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, label
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.cache import device_report
@@ -49,7 +50,7 @@ def probed_sections() -> tuple[bool, frozenset[str]]:
     """The sections the background probes fill in: a 'probing…' line for each one still running."""
     now = device_probes.probe_report(include_tensorflow=True)
     report = now.report
-    if "smi" in now.pending:
+    if device_probes.SMI_PROBE in now.pending:
         st.caption("Live readings (rocm-smi / amd-smi): probing…")
     elif report.smi:
         st.subheader("Live readings (rocm-smi / amd-smi)")
@@ -60,14 +61,14 @@ def probed_sections() -> tuple[bool, frozenset[str]]:
             "source": r.source} for r in report.smi]), hide_index=True, key="devices_smi")
 
     st.subheader("Inference runtimes")
-    ort_row = {"runtime": "ONNX Runtime", "available": mark(bool(report.onnxruntime_providers)),
+    ort_row = {"runtime": label(ONNXRUNTIME), "available": mark(bool(report.onnxruntime_providers)),
                "detail": ort_providers_text(report.onnxruntime_providers)}
-    if "migraphx" in now.pending:
+    if device_probes.MIGRAPHX_PROBE in now.pending:
         st.info("MIGraphX: probing… (loading its library, then a tiny compile for each target)",
                 icon=":material/hourglass_top:")
         rows = [ort_row]
     else:
-        rows = [{"runtime": "MIGraphX", "available": mark(report.migraphx), "detail": report.migraphx_detail},
+        rows = [{"runtime": label(MIGRAPHX), "available": mark(report.migraphx), "detail": report.migraphx_detail},
                 ort_row]
     st.dataframe(coloured(pd.DataFrame(rows), "available"), hide_index=True, key="devices_runtimes")
     if report.migraphx_targets:
@@ -79,7 +80,7 @@ def probed_sections() -> tuple[bool, frozenset[str]]:
 
     st.subheader("TensorFlow")
     tf = report.tensorflow
-    if "tensorflow" in now.pending:
+    if device_probes.TF_PROBE in now.pending:
         st.info("TensorFlow: probing… (in a separate process, so it never shares GPU memory with PyTorch here)",
                 icon=":material/hourglass_top:")
     elif tf is None:

@@ -175,7 +175,8 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "tf": {"jobs", "inference"},  # the TensorFlow recipes: a layer beside training (issue 23)
     "inference": {"training", "jobs", "data"},
 }
-BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells", "smi")  # the bottom layer
+BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
+        "smi")  # the bottom layer
 BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300
@@ -476,3 +477,42 @@ def test_make_lint_runs_the_type_checker_after_ruff():
     assert lint is not None
     steps = lint.group(1).split("\n")
     assert "ruff check" in steps[0] and "-m mypy" in steps[1], steps
+
+
+# --- Issue 23: each backend is declared once (dlguide_core/inference/names.py). Its name is a contract (bench
+# --backends, bench rows, DLGUIDE_KIOSK_BACKEND); anywhere else, code names it through names' constants, so a
+# new backend is its module plus one entry there. Docs, tests and bench/ scripts are exempt.
+BACKEND_NAME_HOME = "dlguide_core/inference/names.py"
+BACKEND_NAME_ALLOWED = {
+    # The Python module `migraphx` (ROCm's library), looked up in sys.modules and on disk by its import name:
+    # the library's name, which the backend happens to share, not a reference to the backend.
+    "dlguide_core/migraphx_lib.py": {"migraphx"},
+}
+
+
+def _string_constants(tree: ast.Module) -> list[ast.Constant]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_backend_names_are_spelled_only_in_the_backend_names_module():
+    from dlguide_core.inference import names
+
+    assert set(names.NAMES) >= {"torch", "onnxruntime", "migraphx"}
+    offenders = []
+    for path in [*CORE.rglob("*.py"), *PAGES, *UI, ROOT / "serve.py"]:
+        rel = str(path.relative_to(ROOT))
+        if rel == BACKEND_NAME_HOME:
+            continue
+        tree = ast.parse(path.read_text())
+        skip = _docstrings(tree)
+        allowed = BACKEND_NAME_ALLOWED.get(rel, set())
+        offenders += [f"{rel}:{n.lineno} {n.value!r}" for n in _string_constants(tree)
+                      if n.value in names.NAMES and n.value not in allowed and id(n) not in skip]
+    assert not offenders, ("backend names spelled outside dlguide_core/inference/names.py (use its constants):\n"
+                           + "\n".join(offenders))
+
+
+def test_the_backend_name_rule_sees_a_literal():
+    tree = ast.parse('def f(name):\n    """Docstring naming onnxruntime."""\n    return name == "onnxruntime"\n')
+    found = [n.value for n in _string_constants(tree) if id(n) not in _docstrings(tree)]
+    assert found == ["onnxruntime"]

@@ -107,6 +107,7 @@ def test_int8_competes_only_where_its_top1_agrees_with_eager(monkeypatch: pytest
 
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
     monkeypatch.setitem(sys.modules, "migraphx", None)  # contenders: ORT int8 alone
+    monkeypatch.setitem(sys.modules, "zentorch", None)  # (zentorch's turn: tests/inference/test_backend_zentorch.py)
     monkeypatch.setattr(booth, "measure_p50_ms", lambda b, _batch: 1.0 if b.options.precision == "int8" else 9.0)
     monkeypatch.setattr(booth, "measure_once_ms", lambda b, _batch: 1.0 if b.options.precision == "int8" else 9.0)
     monkeypatch.setattr(choice, "top1_agreement", lambda _loaded, _backend, photos: 0.985)

@@ -117,7 +117,7 @@ def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) ->
 
     loaded = load_model("imagenet", device="cuda")
     backend = prepare_backend("onnxruntime", loaded, batch_size=4, options=BackendOptions(target="gpu"))
-    assert backend.describe()["provider"] == "CUDAExecutionProvider"
+    assert backend.describe().provider == "CUDAExecutionProvider"
     batch = sample_batch(loaded, 4)
     reference = prepare_backend("torch", loaded, batch_size=4).run(batch)
     agree = agreement(reference, backend.run(batch))

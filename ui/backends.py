@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-BACKEND_LABELS = {"torch": "PyTorch (eager)", "onnxruntime": "ONNX Runtime", "migraphx": "MIGraphX"}
-
 
 def backend_selectbox(key: str, label: str = "Backend", help: str | None = None) -> str:
     """PyTorch first (the default), then each compiled backend that can run here; `help` replaces the

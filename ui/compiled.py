@@ -13,6 +13,7 @@ import streamlit as st
 
 from dlguide_core.inference.backend_base import BackendOptions
 from dlguide_core.inference.benchmark import BenchRow
+from dlguide_core.inference.names import BASELINE
 from dlguide_core.vision.classify import ImageResult
 from dlguide_core.vision.result_files import RunInfo
 
@@ -183,5 +184,5 @@ def record_bench(rows: tuple[BenchRow, ...], precision: str) -> None:
 
     for row in rows:
         if row.error is None and row.batch_size == 1 and row.p50_ms is not None:
-            measured.record(measured.Measurement(row.backend, precision if row.backend != "torch" else "fp32",
+            measured.record(measured.Measurement(row.backend, precision if row.backend != BASELINE else "fp32",
                                                  row.p50_ms, "Compiled benchmark, batch 1"))

@@ -21,13 +21,9 @@ import argparse
 import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
+from dlguide_core.inference.names import NAMES as BACKENDS  # torch-free: `--help` stays light
+from dlguide_core.inference.names import ONNXRUNTIME, PRECISIONS, TARGETS, TORCH
 from dlguide_core.vision.architectures import weights_help
-
-# The parser's choices, as dlguide_core.inference.registry and backend_base name them (tests/cli/test_startup.py
-# checks they agree): those modules import torch, which `python -m dlguide_core --help` must not pay for.
-BACKENDS = ("torch", "onnxruntime", "migraphx")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
-TARGETS = ("auto", "gpu", "cpu")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -50,13 +46,13 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    help_text = "latency and agreement of torch / onnxruntime / migraphx vs eager"
+    help_text = f"latency and agreement of {' / '.join(BACKENDS)} vs eager"
     p = subparsers.add_parser("bench", help=help_text, description=f"{help_text}.",
                               epilog="".join((__doc__ or "").partition("Exit codes:")[1:]),  # -OO drops docstrings
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", default="imagenet", help=weights_help())
-    p.add_argument("--backends", type=_names, default=("torch", "onnxruntime"), metavar="A,B",
-                   help=f"comma-separated, from {', '.join(BACKENDS)} (default torch,onnxruntime)")
+    p.add_argument("--backends", type=_names, default=(TORCH, ONNXRUNTIME), metavar="A,B",
+                   help=f"comma-separated, from {', '.join(BACKENDS)} (default {TORCH},{ONNXRUNTIME})")
     p.add_argument("--batch-sizes", type=_sizes, default=(1, 8, 32), metavar="1,8,32")
     p.add_argument("--iters", type=positive_int, default=20, help="timed runs per batch size (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs before timing (default 3)")

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress, positive_int
+from dlguide_core.inference.names import BASELINE
 from dlguide_core.vision.architectures import weights_help
 
 
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if not loaded.trained:
         print(f"warning: weights are {loaded.label}; predictions are meaningless", file=sys.stderr)
     results, run = classify_timed(loaded, [(path, path) for path in args.images], weights=args.weights,
-                                  k=args.top, batch_size=args.batch_size)  # eager PyTorch, fp32
+                                  backend=BASELINE, k=args.top, batch_size=args.batch_size)  # eager PyTorch, fp32
     if args.json:
         print(results_json(results, run))
     else:

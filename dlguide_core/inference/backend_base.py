@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.inference import names
 from dlguide_core.inference.export import OnnxExport, export_onnx
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
@@ -29,8 +30,7 @@ from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 
 Progress = Callable[[str, float], object]  # (what is happening, fraction done in [0, 1]); its return is ignored
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")  # bf16: MIGraphX only (quantize_bf16)
-TARGETS = ("auto", "gpu", "cpu")
+PRECISIONS, TARGETS = names.PRECISIONS, names.TARGETS
 GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
 
 
@@ -70,14 +70,28 @@ class Availability:
     reason: str
 
 
+@dataclass(frozen=True)
+class BackendInfo:
+    """What a prepared backend is (`Backend.describe`); `to_json` gives these keys, as the dict it replaced."""
+
+    backend: str
+    title: str
+    provider: str | None
+    precision: str
+    batch_size: int
+    setup_s: float
+    onnx: str | None  # the ONNX export it runs, None for PyTorch
+    export_s: float | None  # what that export took, None when reused from the cache
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def amd_gpu_visible() -> bool:
     """An AMD GPU through ROCm's kernel driver (/dev/kfd): what MIGraphX's gpu target needs."""
     return Path("/dev/kfd").exists()
 
 
-def gpu_visible() -> bool:
-    """An AMD (ROCm: /dev/kfd) or CUDA GPU this process could use."""
-    return amd_gpu_visible() or torch.cuda.is_available()
 
 
 class Backend(ABC):
@@ -129,13 +143,28 @@ class Backend(ABC):
         """What the UI, `bench` and the booth call this backend ("MIGraphX (CPU)" where it matters)."""
         return self.title
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "backend": self.name, "title": self.label, "provider": self.provider if self.loaded else None,
-            "precision": self.options.precision, "batch_size": self.batch_size, "setup_s": round(self.setup_s, 3),
-            "onnx": self.export.path if self.export else None,
-            "export_s": self.export.export_s if self.export else None,
-        }
+    @property
+    def on_gpu(self) -> bool:
+        """Whether what runs the graph is a GPU (the booth's device line); the CPU unless a backend says so."""
+        return False
+
+    @classmethod
+    def contends(cls, options: BackendOptions) -> str | None:
+        """None where the booth should time this variant against its pick (a `timed` entry of `names`), else
+        why not, in words. Every backend contends unless it knows it cannot win on this machine."""
+        return None
+
+    def precompile(self, loaded: LoadedModel, *, batch_size: int = 1,  # noqa: B027 - a hook, empty by default
+                   progress: Progress | None = None) -> None:
+        """The slow, disk-cached part of preparing, with progress (`registry.precompile`); nothing by default."""
+
+    def describe(self) -> BackendInfo:
+        return BackendInfo(
+            backend=self.name, title=self.label, provider=self.provider if self.loaded else None,
+            precision=self.options.precision, batch_size=self.batch_size, setup_s=round(self.setup_s, 3),
+            onnx=self.export.path if self.export else None,
+            export_s=self.export.export_s if self.export else None,
+        )
 
 
 def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
@@ -164,6 +193,6 @@ def backend_model(loaded: LoadedModel, backend: Backend) -> LoadedModel:
 
     e.g. `classify.classify_sources(backend_model(loaded, backend), sources)` classifies
     through ONNX Runtime or MIGraphX with the exact decoding and top-k of the eager path."""
-    if backend.name == "torch" and not backend.options.torch_compile:
+    if backend.name == names.BASELINE and not backend.options.torch_compile:
         return loaded
     return replace(loaded, model=BackendModule(backend), label=f"{loaded.label} · {backend.title}")

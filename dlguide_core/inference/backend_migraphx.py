@@ -6,10 +6,9 @@ is a correctness oracle for tests, never offered here. Precisions are whatever t
 runs (`migraphx_lib.target_support` probes it); a refusal is an availability reason.
 
 Compiled programs are cached as DLGUIDE_HOME/compiled/<arch>-<fingerprint>-b<B>-<precision>-
-<target>[-tuned].mxr: on the gpu target a second start loads that file instead of compiling. The cpu
-target compiles in every process and never runs a loaded program (`RUNS_LOADED_PROGRAMS`, issue 26).
-A .mxr compiled
-outside dlguide (`migraphx-driver compile --onnx <export> --binary --output m.mxr`) is
+<target>[-tuned].mxr (`mxr_files`): on the gpu target a second start loads that file instead of compiling. The
+cpu target compiles in every process and never runs a loaded program (`RUNS_LOADED_PROGRAMS`, issue 26).
+A .mxr compiled outside dlguide (`migraphx-driver compile --onnx <export> --binary --output m.mxr`) is
 accepted through `BackendOptions(mxr=...)` (`bench --mxr`): it must take the export's input
 at (B, 3, crop, crop) and give this model's answers on the bundled photos; it is then copied
 under the cache name, so later starts find it without the option.
@@ -17,33 +16,34 @@ under the cache name, so later starts find it without the option.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from dlguide_core import migraphx_lib, settings
+from dlguide_core import migraphx_lib
 from dlguide_core.errors import error_summary
-from dlguide_core.inference import backend_base
+from dlguide_core.inference import backend_base, names
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
     BackendError,
+    BackendInfo,
     BackendOptions,
     Progress,
     sample_batch,
 )
 from dlguide_core.inference.export import OnnxExport
+from dlguide_core.inference.mxr_files import compiled_path, read_compile_s, save_atomically
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.samples import bundled_samples
 
-TITLES = {"gpu": "MIGraphX (GPU)", "cpu": "MIGraphX (CPU)"}
 # Whether a program loaded from .mxr runs as fast as a compiled one. Not on this build's cpu target: loaded
 # in a process that has not compiled the model, oneDNN picks its reference convolution (`ref:any` in
 # ONEDNN_VERBOSE=2) for 21 of Inception v3's 85 convolutions instead of `x64:gemm:jit`: ~100x slower. In
@@ -65,7 +65,7 @@ def resolve_target(target: str) -> str:
 class MigraphxBackend(Backend):
     """Parse the ONNX export for a fixed batch, optionally quantise, compile for a target, cache as .mxr."""
 
-    name, title = "migraphx", "MIGraphX"
+    name, title = names.MIGRAPHX, names.label(names.MIGRAPHX)
     compile_s = load_s = None  # type: float | None
 
     @classmethod
@@ -74,7 +74,7 @@ class MigraphxBackend(Backend):
         target = resolve_target(options.target)
 
         def state(ok: bool, reason: str) -> Availability:
-            return Availability(cls.name, TITLES.get(target, cls.title), ok, reason)
+            return Availability(cls.name, names.label(cls.name, target), ok, reason)
 
         ok, found = migraphx_lib.status()
         if not ok:
@@ -100,7 +100,14 @@ class MigraphxBackend(Backend):
 
     @property
     def label(self) -> str:
-        return TITLES.get(self.target, self.title)
+        return names.label(self.name, self.target)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.target == "gpu"
+
+    def precompile(self, loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> None:
+        self.prepare(loaded, batch_size=batch_size, progress=progress)  # compiles and saves the .mxr
 
     @property
     def provider(self) -> str:
@@ -114,7 +121,7 @@ class MigraphxBackend(Backend):
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         migraphx, _found = migraphx_lib.load()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migraphx")
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
         export = self._export(loaded, progress)
         path = compiled_path(loaded, self.batch_size, self.options, self.target)
         loads = RUNS_LOADED_PROGRAMS.get(self.target, True)
@@ -127,13 +134,12 @@ class MigraphxBackend(Backend):
             elif self.from_cache:
                 progress(f"Loading the compiled program {path.name}…", 0.5)
                 self._program = self._timed_load(migraphx, path)
-                self.saved_compile_s = _read_compile_s(path)
+                self.saved_compile_s = read_compile_s(path)
             else:
                 self._compile_checked(migraphx, export, loaded, progress)
                 if loads or not path.is_file():  # the cpu target's file is for migraphx-driver users
                     progress("Saving the compiled program (.mxr)…", 0.9)
-                    self._call(_save_atomically, migraphx, self._program, path)
-                    _sidecar(path).write_text(json.dumps({"compile_s": _rounded(self.compile_s)}))
+                    self._call(save_atomically, migraphx, self._program, path, self.compile_s)
         except BackendError:
             raise
         except Exception as exc:  # migraphx raises RuntimeError with long C++ messages
@@ -247,28 +253,28 @@ class MigraphxBackend(Backend):
     def _run_chunk(self, chunk: np.ndarray) -> np.ndarray:  # on the worker thread
         return np.array(self._program.run({self._input: chunk})[0], dtype=np.float32)
 
-    def describe(self) -> dict[str, Any]:
-        data = super().describe()
-        data.update(target=self.target, exhaustive_tune=self.options.exhaustive_tune,
-                    mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
-                    adopted_from=getattr(self, "adopted_from", None),
-                    compile_s=_rounded(getattr(self, "compile_s", None)),
-                    saved_compile_s=getattr(self, "saved_compile_s", None),  # what the cached .mxr took to compile
-                    load_s=_rounded(getattr(self, "load_s", None)),
-                    miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))
-        return data
+    def describe(self) -> MigraphxInfo:
+        return MigraphxInfo(
+            **vars(super().describe()), target=self.target, exhaustive_tune=self.options.exhaustive_tune,
+            mxr=getattr(self, "mxr_path", None), from_cache=getattr(self, "from_cache", None),
+            adopted_from=getattr(self, "adopted_from", None), compile_s=_rounded(getattr(self, "compile_s", None)),
+            saved_compile_s=getattr(self, "saved_compile_s", None), load_s=_rounded(getattr(self, "load_s", None)),
+            miopen_find_enforce=os.environ.get("MIOPEN_FIND_ENFORCE"))
 
 
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
+@dataclass(frozen=True)
+class MigraphxInfo(BackendInfo):
+    """A prepared MIGraphX program: `BackendInfo` and how it came to be (compiled, loaded, adopted)."""
 
-
-def _read_compile_s(path: Path) -> float | None:
-    """The compile time recorded beside a cached .mxr (None for a file compiled elsewhere)."""
-    try:
-        return float(json.loads(_sidecar(path).read_text())["compile_s"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    target: str
+    exhaustive_tune: bool
+    mxr: str | None  # the compiled program's file
+    from_cache: bool | None  # loaded from that file rather than compiled now
+    adopted_from: str | None  # a .mxr compiled outside dlguide (bench --mxr) it was copied from
+    compile_s: float | None
+    saved_compile_s: float | None  # what the cached .mxr took to compile
+    load_s: float | None
+    miopen_find_enforce: str | None
 
 
 def _rounded(value: float | None) -> float | None:
@@ -281,20 +287,3 @@ def calibration_batches(loaded: LoadedModel, batch_size: int) -> list[np.ndarray
     total = -(-count // batch_size) * batch_size  # whole chunks, the photos repeated to fill the last one
     batch = sample_batch(loaded, total).numpy()
     return [np.ascontiguousarray(batch[i:i + batch_size]) for i in range(0, total, batch_size)]
-
-
-def compiled_path(loaded: LoadedModel, batch_size: int, options: BackendOptions, target: str) -> Path:
-    """.mxr cache key: weights hash, batch size, precision, target and tuning."""
-    tuned = "-tuned" if options.exhaustive_tune else ""
-    name = f"{loaded.arch}-{loaded.fingerprint}-b{batch_size}-{options.precision}-{target}{tuned}.mxr"
-    return settings.home() / "compiled" / name
-
-
-def _save_atomically(migraphx: Any, program: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    try:
-        migraphx.save(program, str(tmp))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

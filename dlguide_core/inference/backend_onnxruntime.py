@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from dlguide_core.errors import error_summary
+from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -37,7 +38,7 @@ INTRA_OP_SPINNING = "0"
 class OnnxRuntimeBackend(Backend):
     """ONNX Runtime with the best execution provider present and full graph optimisation."""
 
-    name, title = "onnxruntime", "ONNX Runtime"
+    name, title = names.ONNXRUNTIME, names.label(names.ONNXRUNTIME)
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -63,6 +64,13 @@ class OnnxRuntimeBackend(Backend):
     @property
     def provider(self) -> str:
         return self._session.get_providers()[0] if getattr(self, "_session", None) else "?"
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.provider in ORT_GPU_PROVIDERS
+
+    def precompile(self, loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> None:
+        self._export(loaded, progress or (lambda _msg, _frac: None))  # the session itself is quick to create
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         import onnxruntime as ort

@@ -7,6 +7,7 @@ import os
 import torch
 
 from dlguide_core.errors import error_summary
+from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -21,7 +22,7 @@ from dlguide_core.vision.models import LoadedModel
 class TorchBackend(Backend):
     """PyTorch eager on the model's own device: the baseline every other backend is compared with."""
 
-    name, title = "torch", "PyTorch (eager)"
+    name, title = names.TORCH, names.label(names.TORCH)
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -35,17 +36,26 @@ class TorchBackend(Backend):
         return Availability(cls.name, cls.title, True, f"PyTorch {torch.__version__} on the {where}")
 
     @property
+    def compile_backend(self) -> str | None:
+        """The torch.compile backend the model runs through; None for eager."""
+        return self.options.torch_compile
+
+    @property
     def provider(self) -> str:
         device = str(self.loaded.device) if self.loaded else "?"
-        return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
+        return f"{device} (torch.compile {self.compile_backend})" if self.compile_backend else device
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.loaded is not None and self.loaded.device.type == "cuda"
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         self._device = loaded.device
         self._module = loaded.model  # fp32 only: `availability` refuses other precisions
-        if self.options.torch_compile:
-            progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
+        if self.compile_backend:
+            progress(f"torch.compile (backend {self.compile_backend}) and first run…", 0.3)
             # A new wrapper: the cached LoadedModel itself is never modified.
-            self._module = torch.compile(loaded.model, backend=self.options.torch_compile)
+            self._module = torch.compile(loaded.model, backend=self.compile_backend)
             try:
                 self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
             except Exception as exc:

@@ -1,7 +1,7 @@
 """Which backend to use: the fastest-choice rule, and the backend and precision choices offered to users.
 
-The ranking is measured (docs/BENCHMARKS.md); whether a backend or precision is offered comes from
-each backend's `availability` here, so the UI and CLI never offer what cannot run.
+The ranking is measured (docs/BENCHMARKS.md) and declared with each backend (`names`); whether a backend or
+precision is offered comes from each backend's `availability` here, so the UI and CLI never offer what cannot run.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import torch
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
+from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import PRECISIONS, Backend, BackendOptions, Progress
-from dlguide_core.inference.backend_migraphx import TITLES as MIGRAPHX_TITLES
-from dlguide_core.inference.backend_migraphx import MigraphxBackend
-from dlguide_core.inference.backend_onnxruntime import OnnxRuntimeBackend
 from dlguide_core.inference.registry import backend_class, backend_status, prepare_backend
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.images import load_image
@@ -33,41 +31,48 @@ class BackendChoice:
     name: str
     options: BackendOptions
     reason: str
+    checked: bool = False  # its top-1 must agree with eager's (AGREEMENT_MIN) before it may win (`names.Ranked`)
+
+    @property
+    def label(self) -> str:
+        """"ONNX Runtime", "MIGraphX (GPU)": the backend's label for the target it was chosen for."""
+        return names.label(self.name, self.options.target)
 
 
 def fastest_available(loaded: LoadedModel | None = None) -> BackendChoice:
-    """The backend expected to be fastest here, by measured ranking (docs/BENCHMARKS.md):
-    MIGraphX on an AMD GPU, then ONNX Runtime on a GPU provider, then PyTorch on a GPU,
-    then ONNX Runtime on the CPU (fp32: ~1.8x the guide's eager PyTorch there, same answers), then eager
-    PyTorch. On a CPU host the booth (booth.fastest_measured) then times the `cpu_contenders` against it:
-    ORT int8 (~2x faster again, approximate: only where its top-1 agrees with eager on the check photos)
-    and MIGraphX (CPU) fp32 (1.5-2x slower than ORT fp32 here); the lowest measured p50 wins."""
+    """The backend expected to be fastest here: the first untimed variant of the measured ranking
+    (`names.ranking`) that runs here. With the shipped ranking: MIGraphX on an AMD GPU, then ONNX Runtime on a
+    GPU provider, then PyTorch on a GPU (where the model is), then ONNX Runtime on the CPU, then eager PyTorch.
+    On a CPU host the booth (booth.fastest_measured) then times the `cpu_contenders` against it."""
     on_gpu = (loaded.device.type == "cuda") if loaded is not None else torch.cuda.is_available()
-    gpu = BackendOptions(target="gpu")
-    if MigraphxBackend.availability(gpu).available:
-        return BackendChoice("migraphx", gpu, "MIGraphX compiled for the AMD GPU")
-    ort_gpu = OnnxRuntimeBackend.availability(gpu)
-    if ort_gpu.available:
-        return BackendChoice("onnxruntime", gpu, f"ONNX Runtime on a GPU provider ({ort_gpu.reason})")
-    if on_gpu:
-        return BackendChoice("torch", BackendOptions(), "PyTorch eager on the GPU (no compiled GPU runtime here)")
-    if OnnxRuntimeBackend.availability(BackendOptions(target="cpu")).available:
-        return BackendChoice("onnxruntime", BackendOptions(target="cpu"), "ONNX Runtime on the CPU")
-    return BackendChoice("torch", BackendOptions(), "PyTorch eager (no compiled runtime installed)")
+    for name, ranked in names.ranking():
+        if ranked.timed or (name == names.BASELINE and ranked.target == "gpu" and not on_gpu):
+            continue  # the baseline runs where the model is: on the GPU only when the model is there
+        choice = _runnable(name, ranked)
+        if choice is not None:
+            return choice
+    return BackendChoice(names.BASELINE, BackendOptions(), "PyTorch eager")
+
+
+def _runnable(name: str, ranked: names.Ranked) -> BackendChoice | None:
+    """The choice for one ranked variant where it can run here, else None."""
+    options = BackendOptions(target=ranked.target, precision=ranked.precision)
+    status = backend_class(name).availability(options)
+    if not status.available:
+        return None
+    return BackendChoice(name, options, ranked.why.format(reason=status.reason), ranked.checked)
 
 
 def cpu_contenders(choice: BackendChoice) -> list[BackendChoice]:
-    """Variants worth timing against ONNX Runtime fp32 on the CPU: its static int8 model (approximate: it
-    competes only where `top1_agreement` with eager reaches AGREEMENT_MIN) and MIGraphX (CPU) fp32."""
-    cpu, int8 = BackendOptions(target="cpu"), BackendOptions(target="cpu", precision="int8")
-    if choice.name != "onnxruntime" or choice.options.target != "cpu":
+    """The variants the booth times against a compiled CPU pick (`names.Ranked.timed`, e.g. ONNX Runtime int8,
+    MIGraphX (CPU)) that run here and contend here (`Backend.contends`); none against eager PyTorch."""
+    if choice.name == names.BASELINE or choice.options.target != "cpu":
         return []
     out = []
-    if OnnxRuntimeBackend.availability(int8).available:
-        out.append(BackendChoice("onnxruntime", int8, "ONNX Runtime int8 (static QDQ, calibrated on the samples)"))
-    status = MigraphxBackend.availability(cpu)
-    if status.available:
-        out.append(BackendChoice("migraphx", cpu, f"{MIGRAPHX_TITLES['cpu']} ({status.reason})"))
+    for name, ranked in names.ranking():
+        contender = _runnable(name, ranked) if ranked.timed and ranked.target == "cpu" else None
+        if contender is not None and backend_class(name).contends(contender.options) is None:
+            out.append(contender)
     return out
 
 
@@ -95,13 +100,13 @@ def top1_agreement(loaded: LoadedModel, backend: Backend, photos: list[Path], ch
 def prepare_fastest(loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
     """Prepare `fastest_available`, falling back to eager PyTorch if that fails (never raises for it)."""
     choice = fastest_available(loaded)
-    if choice.name != "torch":
+    if choice.name != names.BASELINE:
         try:
             return prepare_backend(choice.name, loaded, batch_size=batch_size, options=choice.options,
                                    progress=progress)
         except DlguideError:
             pass  # e.g. a broken GPU runtime: eager PyTorch still answers
-    return prepare_backend("torch", loaded, batch_size=batch_size, progress=progress)
+    return prepare_backend(names.BASELINE, loaded, batch_size=batch_size, progress=progress)
 
 
 def available_names(options: BackendOptions | None = None) -> list[str]:
@@ -110,7 +115,7 @@ def available_names(options: BackendOptions | None = None) -> list[str]:
 
 def backend_choices(options: BackendOptions | None = None) -> list[str]:
     """What a user may pick: PyTorch first (the baseline and default), then each backend that can run here."""
-    return ["torch", *[name for name in available_names(options) if name != "torch"]]
+    return [names.BASELINE, *[name for name in available_names(options) if name != names.BASELINE]]
 
 
 def precision_choices(name: str, target: str = "auto") -> tuple[str, ...]:

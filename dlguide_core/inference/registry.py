@@ -1,31 +1,41 @@
-"""The inference backends by name: which exist, whether each can run here, and preparing one.
+"""The inference backends' classes by name: which exist, whether each can run here, preparing one, and labels.
 
-The registry lists the three backend classes (`backend_torch`, `backend_onnxruntime`,
-`backend_migraphx`); the backends themselves know nothing of it.
+The names, labels and ranking are declared in `names`; each name's class is the Backend subclass of that name in
+`backend_<name>.py`, imported when first asked for (a backend module's own imports stay in its functions).
+The backends themselves know nothing of this module.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+from functools import cache
+
+from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import Availability, Backend, BackendOptions, Progress
-from dlguide_core.inference.backend_migraphx import TITLES as MIGRAPHX_TITLES
-from dlguide_core.inference.backend_migraphx import MigraphxBackend
-from dlguide_core.inference.backend_onnxruntime import OnnxRuntimeBackend
-from dlguide_core.inference.backend_torch import TorchBackend
-from dlguide_core.inference.export import export_onnx
 from dlguide_core.vision.models import LoadedModel
 
-BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (TorchBackend, OnnxRuntimeBackend, MigraphxBackend)}
 
-
+@cache
 def backend_class(name: str) -> type[Backend]:
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]
+    """The class of backend `name` (ValueError naming the choices for an unknown one)."""
+    if name not in names.SPEC:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(names.NAMES)}")
+    module = importlib.import_module(f"{__package__}.backend_{name}")  # dlguide_core/inference/backend_<name>.py
+    found = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
+             if issubclass(cls, Backend) and cls.__module__ == module.__name__ and cls.name == name]
+    if len(found) != 1:
+        raise LookupError(f"{module.__name__} must define one Backend subclass named {name!r}, not {len(found)}")
+    return found[0]
+
+
+def backend_classes() -> list[type[Backend]]:
+    return [backend_class(name) for name in names.NAMES]
 
 
 def backend_status(options: BackendOptions | None = None) -> list[Availability]:
     """Every backend with whether it can run here and why (or why not)."""
-    return [cls.availability(options) for cls in BACKENDS.values()]
+    return [cls.availability(options) for cls in backend_classes()]
 
 
 def prepare_backend(name: str, loaded: LoadedModel, *, batch_size: int = 1, options: BackendOptions | None = None,
@@ -36,20 +46,19 @@ def prepare_backend(name: str, loaded: LoadedModel, *, batch_size: int = 1, opti
 
 def precompile(name: str, loaded: LoadedModel, *, batch_size: int = 1, options: BackendOptions | None = None,
                progress: Progress | None = None) -> None:
-    """Do the slow, disk-cached part of preparing, with progress: the ONNX export and, for MIGraphX,
-    compiling to .mxr. A later `prepare_backend` (e.g. inside a UI cache, which cannot report progress)
-    then only loads files. Eager PyTorch has nothing to precompile."""
+    """Do the slow, disk-cached part of preparing, with progress (`Backend.precompile`: the ONNX export; for
+    MIGraphX, compiling to .mxr). A later `prepare_backend` (e.g. inside a UI cache, which cannot report
+    progress) then only loads files. Eager PyTorch has nothing to precompile."""
     progress = progress or (lambda _msg, _frac: None)
-    if name == "onnxruntime":
-        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
-        export_onnx(loaded)
-    elif name == "migraphx":
-        prepare_backend(name, loaded, batch_size=batch_size, options=options, progress=progress)
+    backend_class(name)(options).precompile(loaded, batch_size=batch_size, progress=progress)
     progress("Ready", 1.0)
 
 
 def backend_label(name: str, provider: str | None = None) -> str:
-    """A bench row's or a prepared backend's name for people: "MIGraphX (CPU)" for provider migraphx:cpu."""
-    if name == "migraphx" and provider:
-        return MIGRAPHX_TITLES.get(provider.split(":", 1)[-1].split()[0], MigraphxBackend.title)
-    return BACKENDS[name].title if name in BACKENDS else name
+    """A bench row's or a prepared backend's name for people: "MIGraphX (CPU)" for provider migraphx:cpu
+    (a provider "<name>:<target>…" names the target where the label depends on it)."""
+    spec = names.SPEC.get(name)
+    if spec is None:
+        return name
+    target = next((t for t, _ in spec.target_labels if (provider or "").startswith(f"{name}:{t}")), None)
+    return spec.label_for(target)

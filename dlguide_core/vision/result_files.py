@@ -40,7 +40,7 @@ class RunInfo:
 
 
 def classify_timed(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]], *, weights: str,
-                   backend: str = "torch", precision: str = "fp32", k: int = 5,
+                   backend: str, precision: str = "fp32", k: int = 5,
                    batch_size: int = 32) -> tuple[list[ImageResult], RunInfo]:
     """`classify_sources`, timed: the results and the RunInfo that goes with them."""
     start = time.perf_counter()

@@ -4,6 +4,7 @@ here cannot reach. The real library (cpu and ref targets) is tested in tests/inf
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def fake_migraphx(monkeypatch: pytest.MonkeyPatch) -> FakeMigraphx:
 
 
 GPU = BackendOptions(target="gpu")
+DESCRIBE_KEYS = ("backend", "title", "provider", "precision", "batch_size", "setup_s", "onnx", "export_s")
 
 
 def _status(name: str, options: BackendOptions | None = None):
@@ -90,12 +92,14 @@ def test_migraphx_gpu_target_without_gpu_says_so(fake_migraphx, monkeypatch):
 
 def test_backend_choices_put_torch_first_then_what_runs_here(monkeypatch):
     monkeypatch.setitem(sys.modules, "migraphx", None)
+    monkeypatch.setitem(sys.modules, "zentorch", None)  # optional too: tests/inference/test_backend_zentorch.py
     assert backend_choices() == ["torch", "onnxruntime"]
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     assert backend_choices() == ["torch"]
 
 
-def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx):
+def test_backend_choices_include_migraphx_where_it_imports(fake_migraphx, monkeypatch):
+    monkeypatch.setitem(sys.modules, "zentorch", None)
     assert backend_choices() == ["torch", "onnxruntime", "migraphx"]
 
 
@@ -163,8 +167,12 @@ def test_onnxruntime_backend_matches_eager_and_reports_its_provider(cifar):
     scores = agreement(predict_logits(cifar, batch), logits)
     assert scores["max_abs_diff"] <= 1e-4 and scores["top1_agree"] == scores["top5_agree"] == 1.0
     info = backend.describe()
-    assert info["provider"] == "CPUExecutionProvider" == backend.provider
-    assert info["setup_s"] >= 0 and Path(info["onnx"]).is_file()
+    assert info.provider == "CPUExecutionProvider" == backend.provider
+    assert info.setup_s >= 0 and Path(info.onnx).is_file()
+    # issue 23: a frozen record, not dict[str, Any]; as JSON, the keys of the dict it replaced
+    assert list(info.to_json()) == list(DESCRIBE_KEYS) and info.to_json()["title"] == "ONNX Runtime"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.title = "something else"  # type: ignore[misc]
 
 
 def test_onnxruntime_fp16_needs_the_migraphx_provider(cifar, monkeypatch):
@@ -265,7 +273,10 @@ def test_migraphx_second_start_loads_the_mxr_instead_of_compiling(fake_migraphx,
     fake_migraphx.calls.clear()
     again = prepare_backend("migraphx", cifar, batch_size=2, options=options)
     assert fake_migraphx.names() == ["load"]
-    assert again.describe()["from_cache"] is True
+    info = again.describe()
+    assert info.from_cache is True and info.saved_compile_s is not None and info.load_s is not None
+    assert list(info.to_json()) == [*DESCRIBE_KEYS, "target", "exhaustive_tune", "mxr", "from_cache", "adopted_from",
+                                    "compile_s", "saved_compile_s", "load_s", "miopen_find_enforce"]
     assert again.run(sample_batch(cifar, 2)).shape == (2, 10)
     prepare_backend("migraphx", cifar, batch_size=3, options=options)  # another batch: another program
     assert "compile" in fake_migraphx.names()
@@ -280,14 +291,14 @@ def test_migraphx_cpu_target_compiles_every_start_and_never_loads_the_mxr(fake_m
     fake_migraphx.calls.clear()
     again = prepare_backend("migraphx", cifar, batch_size=2, options=cpu)
     assert fake_migraphx.names() == ["parse_onnx", "get_target", "compile", "run"]  # no load, no save
-    assert again.describe()["from_cache"] is False and again.describe()["compile_s"] >= 0
+    assert again.describe().from_cache is False and again.describe().compile_s >= 0
 
 
 def test_migraphx_fp16_quantises_before_compiling(fake_migraphx, cifar):
     backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="gpu", precision="fp16"))
     names = fake_migraphx.names()
     assert names.index("quantize_fp16") < names.index("compile")
-    assert backend.describe()["mxr"].endswith("-b1-fp16-gpu.mxr")
+    assert backend.describe().mxr.endswith("-b1-fp16-gpu.mxr")
     assert backend.provider == "migraphx:gpu fp16"
 
 
@@ -301,7 +312,7 @@ def test_migraphx_int8_calibrates_on_preprocessed_photos(fake_migraphx, cifar):
 def test_migraphx_exhaustive_tune_reaches_compile_and_the_cache_key(fake_migraphx, cifar):
     backend = prepare_backend("migraphx", cifar, options=BackendOptions(target="gpu", exhaustive_tune=True))
     assert dict(fake_migraphx.calls)["compile"]["exhaustive_tune"] is True
-    assert backend.describe()["mxr"].endswith("-fp32-gpu-tuned.mxr")
+    assert backend.describe().mxr.endswith("-fp32-gpu-tuned.mxr")
 
 
 def test_migraphx_failure_is_one_line_and_leaves_no_mxr(fake_migraphx, cifar):

@@ -23,6 +23,7 @@ def cpu_host_with_migraphx(monkeypatch: pytest.MonkeyPatch) -> FakeMigraphx:
     fake = FakeMigraphx()
     monkeypatch.setitem(sys.modules, "migraphx", fake)
     monkeypatch.setattr(backend_base, "amd_gpu_visible", lambda: False)
+    monkeypatch.setitem(sys.modules, "zentorch", None)  # its place among them: test_backend_zentorch.py
     assert "fp32" in migraphx_lib.target_support("cpu").precisions
     return fake
 
@@ -36,6 +37,7 @@ def test_cpu_contenders_are_ort_int8_and_migraphx_cpu(cpu_host_with_migraphx, ci
 
 def test_without_migraphx_ort_int8_is_the_only_contender(monkeypatch, cifar):
     monkeypatch.setitem(sys.modules, "migraphx", None)
+    monkeypatch.setitem(sys.modules, "zentorch", None)  # its place among them: test_backend_zentorch.py
     best = choice.fastest_available(cifar)
     assert [(c.name, c.options.precision) for c in choice.cpu_contenders(best)] == [("onnxruntime", "int8")]
     eager = choice.BackendChoice("torch", BackendOptions(), "no runtime")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
     status = _table(at, "why")
     mgx = "MIGraphX (GPU)" if Path("/dev/kfd").exists() else "MIGraphX (CPU)"
-    assert list(status["backend"]) == ["PyTorch (eager)", "ONNX Runtime", mgx]
+    assert list(status["backend"]) == ["PyTorch (eager)", "ONNX Runtime", mgx, "zentorch"]  # zentorch: a state
     why = status.loc[status["backend"] == mgx, "why"].item()
     assert ("target on" in why) if migraphx_lib.status()[0] else ("module migraphx not installed" in why)
 
@@ -86,10 +87,26 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     assert _table(at, "p50_ms")["backend"].tolist() == ["torch", "onnxruntime"]
 
 
+def test_a_new_backend_ranked_fastest_is_named_by_its_declared_label(job_checkpoint, monkeypatch):
+    """Issue 23: the page looked the fastest backend's label up in a dict of its own (ui/backends.py's
+    BACKEND_LABELS), a KeyError once a backend it lacked ranked fastest; the label is now the declared one."""
+    from dlguide_core.inference import choice, names
+    from dlguide_core.inference.backend_base import BackendOptions
+
+    monkeypatch.setitem(names.SPEC, "warp", names.BackendSpec("warp", "Warp Drive"))  # declared, ranked first
+    monkeypatch.setattr(choice, "fastest_available",
+                        lambda _loaded=None: choice.BackendChoice("warp", BackendOptions(target="cpu"), "measured"))
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    assert not at.exception
+    assert any(c.value == "Fastest available here: **Warp Drive** (measured)." for c in at.caption)
+
+
 def test_classify_page_backend_selector_routes_through_onnxruntime(job_checkpoint):
     at = _page("pages/classify.py")
     at.selectbox(key="classify_weights").set_value(job_checkpoint).run()
     extra = ["MIGraphX (CPU)"] if migraphx_lib.status()[0] and not Path("/dev/kfd").exists() else []
+    extra += ["zentorch"] if importlib.util.find_spec("zentorch") else []  # optional (requirements-dev.txt)
     assert at.selectbox(key="classify_backend").options == ["PyTorch (eager)", "ONNX Runtime", *extra]
     assert at.selectbox(key="classify_backend").value == "torch"  # PyTorch stays the default
     at.selectbox(key="classify_sample").set_value("chelsea").run()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,8 @@ def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatc
     from dlguide_core.vision.models import load_model
 
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
+    # zentorch would compile Inception for minutes to be timed; its turn: tests/inference/test_backend_zentorch.py
+    monkeypatch.setitem(sys.modules, "zentorch", None)
     at = booth(monkeypatch, backend="")
     at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
     assert not at.exception

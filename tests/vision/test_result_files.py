@@ -51,7 +51,7 @@ def test_the_pages_json_download_has_the_shape_classify_json_prints(capsys, samp
     assert main(["classify", str(sample_jpeg), str(bad), "--weights", "none", "--top", "3", "--json"]) == 1
     cli = json.loads(capsys.readouterr().out)
     sources = [(str(sample_jpeg), sample_jpeg.read_bytes()), (str(bad), bad.read_bytes())]
-    ui = json.loads(results_json(*classify_timed(load_model("none"), sources, weights="none", k=3)))
+    ui = json.loads(results_json(*classify_timed(load_model("none"), sources, weights="none", backend="torch", k=3)))
     assert [set(r) for r in ui] == [set(r) for r in cli]
     assert [set(p) for p in ui[0]["top"]] == [set(p) for p in cli[0]["top"]]
     assert {"weights", "backend", "precision", "latency_ms", "top"} <= set(cli[0]) and "error" in cli[1]

@@ -1,0 +1,82 @@
+"""zentorch as a backend: AMD's PyTorch plugin for EPYC CPUs (ZenDNN), `torch.compile(model, backend="zentorch")`.
+
+The guide's "MIGraphX can also target CPU using ... ZenDNN", made real for PyTorch. Optional: available where the
+`zentorch` package (versioned with torch: zentorch 2.14.x for torch 2.14) is installed; it is imported only when
+a model is prepared, since importing it registers its compiler backend and loads ZenDNN (seconds). Preparing runs
+the same path as PyTorch's own torch.compile (`TorchBackend._prepare`: wrap, then compile on a first run), so
+it is serialised with the other compiled backends wherever those are. Its optimisations need AVX-512 (it warns
+so without): on a CPU without it, zentorch measured slower than eager PyTorch (docs/BENCHMARKS.md), so the
+booth times it only where the CPU has AVX-512 (`contends`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+
+import torch
+
+from dlguide_core import migraphx_lib
+from dlguide_core.inference import names
+from dlguide_core.inference.backend_base import Availability, BackendError, BackendOptions, Progress
+from dlguide_core.inference.backend_torch import TorchBackend, torch_compile_status
+from dlguide_core.vision.models import LoadedModel
+
+
+class ZentorchBackend(TorchBackend):
+    """torch.compile with zentorch's backend, fp32 on the CPU."""
+
+    name, title = names.ZENTORCH, names.label(names.ZENTORCH)
+
+    @classmethod
+    def availability(cls, options: BackendOptions | None = None) -> Availability:
+        options = options or BackendOptions()
+
+        def state(ok: bool, reason: str) -> Availability:
+            return Availability(cls.name, cls.title, ok, reason)
+
+        if importlib.util.find_spec(cls.name) is None:  # the package is named like the backend
+            return state(False, f"module {cls.name} not installed (pip install {cls.name}, the release of your torch)")
+        if options.precision != "fp32":
+            return state(False, f"{cls.title} runs fp32 here; fp16/bf16/int8 need MIGraphX")
+        if options.target == "gpu":
+            return state(False, f"{cls.title} runs on the CPU only (ZenDNN); use target cpu or auto")
+        ok, reason = torch_compile_status()
+        if not ok:
+            return state(False, reason)
+        return state(True, f"{cls.name} {importlib.metadata.version(cls.name)} with torch {torch.__version__} on "
+                           f"the CPU ({cpu_capability()}); the first run compiles (minutes on a CPU)")
+
+    @classmethod
+    def contends(cls, options: BackendOptions) -> str | None:
+        capability = cpu_capability()
+        return None if capability.startswith("AVX512") else f"its optimisations need AVX-512 (this CPU: {capability})"
+
+    @property
+    def compile_backend(self) -> str:
+        return self.name  # importing zentorch registers its torch.compile backend under this name
+
+    def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
+        if loaded.device.type != "cpu":
+            raise BackendError(f"{self.title} runs on the CPU; this model is on {loaded.device}")
+        progress(f"Importing {self.name} (ZenDNN)…", 0.1)
+        _migraphx_cpu_first()
+        try:
+            importlib.import_module(self.name)
+        except Exception as exc:  # a zentorch built for another torch fails here, with its own error types
+            raise BackendError(f"{self.name} did not load: {str(exc).strip().splitlines()[0][:200]}") from exc
+        super()._prepare(loaded, progress)
+
+
+def _migraphx_cpu_first() -> None:
+    """Probe MIGraphX's cpu target (once per process) before zentorch loads ZenDNN: probed after, it refuses every
+    precision ("could not execute a primitive", migraphx 2.16 beside zentorch 2.14.0.1 here); probed before, it
+    keeps compiling and running. Nothing where MIGraphX does not load."""
+    if migraphx_lib.status()[0]:
+        migraphx_lib.target_support("cpu")
+
+
+def cpu_capability() -> str:
+    """The widest vector instructions PyTorch found on this CPU ("AVX2", "AVX512", ...)."""
+    return torch.backends.cpu.get_cpu_capability()

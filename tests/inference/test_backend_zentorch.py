@@ -55,11 +55,14 @@ def test_zentorch_is_a_checked_cpu_contender_where_the_cpu_has_avx512(monkeypatc
     best = choice.fastest_available(cifar)
     assert best.name == "onnxruntime"  # never the static pick: it competes by measurement only
     monkeypatch.setattr(backend_zentorch, "cpu_capability", lambda: "AVX512")
+    monkeypatch.delenv("DLGUIDE_KIOSK_ZENTORCH", raising=False)  # not asked: a booth opens in seconds, no compile
+    assert [c.name for c in choice.cpu_contenders(best)] == ["onnxruntime"]
+    monkeypatch.setenv("DLGUIDE_KIOSK_ZENTORCH", "1")
     [zentorch] = [c for c in choice.cpu_contenders(best) if c.name == "zentorch"]
     assert zentorch.checked and (zentorch.options.target, zentorch.options.precision) == ("cpu", "fp32")
     monkeypatch.setattr(backend_zentorch, "cpu_capability", lambda: "AVX2")
     assert [c.name for c in choice.cpu_contenders(best)] == ["onnxruntime"]  # ORT int8 alone
-    assert "zentorch fp32 (where the CPU has AVX-512)" in booth.choice_rule()
+    assert "zentorch fp32 (with DLGUIDE_KIOSK_ZENTORCH=1, where the CPU has AVX-512)" in booth.choice_rule()
 
 
 @needs_zentorch
@@ -69,6 +72,7 @@ def test_the_booth_picks_zentorch_only_where_it_agrees_and_measures_fastest(monk
     monkeypatch.delenv("DLGUIDE_KIOSK_BACKEND", raising=False)
     monkeypatch.setitem(sys.modules, "migraphx", None)
     monkeypatch.setattr(backend_zentorch, "cpu_capability", lambda: "AVX512")
+    monkeypatch.setenv("DLGUIDE_KIOSK_ZENTORCH", "1")
     prepared = {}
     real_prepare = registry.prepare_backend
 

@@ -35,10 +35,7 @@ def snapshot(*roots: Path) -> set[str]:
 
 def test_ten_concurrent_visitors(app_server, tmp_path: Path) -> None:
     # Default backend (the fastest available); glibc arenas capped as `make kiosk` should run it (BENCHMARKS.md).
-    # ATEN_CPU_CAPABILITY=avx2: PyTorch dispatches as on a CPU without AVX-512, where the booth does not time zentorch
-    # (minutes of compiling Inception; its turn: tests/inference/test_backend_zentorch.py). ORT, the pick, is unmoved.
-    url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_HOME=str(tmp_path / "home"), MALLOC_ARENA_MAX="2",
-                     ATEN_CPU_CAPABILITY="avx2")
+    url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_HOME=str(tmp_path / "home"), MALLOC_ARENA_MAX="2")
     report = bench.run_load(url, server_pid(url), sessions=10, rounds=2, single_rounds=3)
     print(report)  # the numbers, for `pytest -s`
     assert report["errors"] == []

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dlguide_core.errors import CheckpointError, WeightsUnavailable
-from dlguide_core.vision import checkpoints, models
+from dlguide_core.vision import architectures, checkpoints, models
 from dlguide_core.vision.architectures import INCEPTION_V3, RESNET50
 from dlguide_core.vision.presets import CIFAR_EVAL
 
@@ -92,7 +92,8 @@ def test_job_checkpoints_are_weight_choices(isolated_home, tmp_path):
     _cifar_checkpoint(isolated_home / "jobs" / "abc" / "checkpoint.pt")
     choices = models.available_weights()
     assert choices[:2] == ["imagenet", "none"]
-    assert choices[2].endswith("jobs/abc/checkpoint.pt")
+    assert choices[:-1] == list(architectures.named_sources())  # imagenet, none, then ARCH:imagenet for the others
+    assert choices[-1].endswith("jobs/abc/checkpoint.pt")
 
 
 def test_a_checkpoint_labels_with_its_readable_names(tmp_path):

@@ -1,4 +1,9 @@
-"""PyTorch as a backend: eager on the model's own device (the baseline), or through torch.compile."""
+"""PyTorch as a backend: eager on the model's own device (the baseline), or through torch.compile.
+
+torch.compile never runs in this process: it traces the model, and tracing changes process-wide state
+under every other thread's inference (issue 18). The compiled model lives in a child process
+(`compile_child.CompiledProcess`) that compiles it and then runs the batches; its latency includes
+passing each batch through a pipe."""
 
 from __future__ import annotations
 
@@ -9,12 +14,11 @@ import torch
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
-    BackendError,
     BackendOptions,
     Progress,
     sample_batch,
-    short_error,
 )
+from dlguide_core.inference.compile_child import CompiledProcess
 from dlguide_core.vision.models import LoadedModel
 
 
@@ -22,6 +26,7 @@ class TorchBackend(Backend):
     """PyTorch eager on the model's own device: the baseline every other backend is compared with."""
 
     name, title = "torch", "PyTorch (eager)"
+    _compiled: CompiledProcess | None = None  # the torch.compile child, once prepared with torch_compile
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -37,23 +42,26 @@ class TorchBackend(Backend):
     @property
     def provider(self) -> str:
         device = str(self.loaded.device) if self.loaded else "?"
+        if self._compiled is not None:
+            return self._compiled.provider
         return f"{device} (torch.compile {self.options.torch_compile})" if self.options.torch_compile else device
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         self._module = loaded.model  # fp32 only: `availability` refuses other precisions
         if self.options.torch_compile:
-            progress(f"torch.compile (backend {self.options.torch_compile}) and first run…", 0.3)
-            # A new wrapper: the cached LoadedModel itself is never modified.
-            self._module = torch.compile(loaded.model, backend=self.options.torch_compile)
-            try:
-                self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
-            except Exception as exc:
-                raise BackendError(f"torch.compile failed: {short_error(exc)}") from exc
+            progress(f"torch.compile (backend {self.options.torch_compile}) and first run, in a process of "
+                     "its own…", 0.3)
+            # The child compiles its own copy: the cached LoadedModel is never touched. CompileError is a
+            # BackendError (one line).
+            self._compiled = CompiledProcess(loaded, self.options.torch_compile,
+                                             sample_batch(loaded, self.batch_size))
         progress("Ready", 1.0)
 
-    @torch.inference_mode()
     def run(self, batch: torch.Tensor) -> torch.Tensor:
-        return self._module(batch.to(self.loaded.device)).float().cpu()
+        if self._compiled is not None:
+            return self._compiled.run(batch)
+        with torch.inference_mode():
+            return self._module(batch.to(self.loaded.device)).float().cpu()
 
 
 def torch_compile_status() -> tuple[bool, str]:

@@ -11,8 +11,7 @@ import pytest
 
 from dlguide_core.cli.main import main
 from dlguide_core.jobs.store import JobStore
-from tests.data.test_safe_folders import spoil
-from tests.support.toy_data import write_toy_dataset
+from tests.support.toy_data import spoil, write_toy_dataset
 
 
 def cancel_after_first_checkpoint(stop: threading.Event) -> None:

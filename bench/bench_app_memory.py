@@ -5,6 +5,7 @@ Debian chromium (Playwright), and reads the server's RSS (with its children) wit
 
     .venv/bin/python bench/bench_app_memory.py [--weights none|imagenet]               # one upload
     .venv/bin/python bench/bench_app_memory.py --uploads 20 --sessions 4 [--booth]      # issue 18
+    .venv/bin/python bench/bench_app_memory.py --uploads 20 --sessions 4 --max-forwards 64   # forwards ungated
 
 With --uploads, each upload is a PNG of 11000x9000 RGBA (a ~400 KB file that decodes to 400 MB; the default
 pixel limit refuses it before decoding) or, alternately, the largest RGBA PNG the default limit accepts
@@ -158,6 +159,8 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=0, help="huge-PNG uploads in all (issue 18: 20)")
     parser.add_argument("--sessions", type=int, default=4)
     parser.add_argument("--booth", action="store_true", help="serve the booth (make kiosk) instead of the full app")
+    parser.add_argument("--max-forwards", type=int, default=None,
+                        help="the server's DLGUIDE_MAX_FORWARDS (default: inherited, else the app's default 1)")
     args = parser.parse_args()
     port = free_port()
     sys.path.insert(0, str(ROOT))
@@ -166,6 +169,8 @@ def main() -> None:
     env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
     if args.booth:
         env["DLGUIDE_KIOSK"] = "1"
+    if args.max_forwards is not None:
+        env["DLGUIDE_MAX_FORWARDS"] = str(args.max_forwards)
     server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=env)
     url = f"http://127.0.0.1:{port}"
@@ -174,7 +179,8 @@ def main() -> None:
         proc = psutil.Process(server.pid)
         idle = rss_mib(proc)
         if args.uploads:
-            result = {"mode": "booth" if args.booth else "app", "rss_idle_mib": idle,
+            result = {"mode": "booth" if args.booth else "app", "max_forwards": env.get("DLGUIDE_MAX_FORWARDS", "1"),
+                      "rss_idle_mib": idle,
                       **upload_stream(url, proc, args)}
         else:
             one_upload(url, args.weights)

@@ -18,7 +18,7 @@ import torch
 from PIL import Image
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.vision.classify import Prediction, top_k
+from dlguide_core.vision.classify import Prediction, forward_slot, top_k
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import preprocess
@@ -206,7 +206,7 @@ def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image,
     start = time.perf_counter()
     batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
     prepared = time.perf_counter()
-    with predictor.lock:
+    with predictor.lock, forward_slot():  # the process-wide gate too: the full app's other pages share it
         began = time.perf_counter()
         logits = predictor.logits(batch)
     top = top_k(logits, loaded.class_names, k)[0]

@@ -1,4 +1,9 @@
-"""PyTorch as a backend: eager on the model's own device (the baseline), or through torch.compile."""
+"""PyTorch as a backend: eager on the model's own device (the baseline), or through torch.compile.
+
+torch.compile never runs in this process: it traces the model, and tracing changes process-wide state
+under every other thread's inference (issue 18). The compiled model lives in a child process
+(`compile_child.CompiledProcess`) that compiles it and then runs the batches; its latency includes
+passing each batch through a pipe."""
 
 from __future__ import annotations
 
@@ -6,16 +11,15 @@ import os
 
 import torch
 
-from dlguide_core.errors import error_summary
 from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
-    BackendError,
     BackendOptions,
     Progress,
     sample_batch,
 )
+from dlguide_core.inference.compile_child import CompiledProcess
 from dlguide_core.vision.models import LoadedModel
 
 
@@ -23,6 +27,8 @@ class TorchBackend(Backend):
     """PyTorch eager on the model's own device: the baseline every other backend is compared with."""
 
     name, title = names.TORCH, names.label(names.TORCH)
+    _compiled: CompiledProcess | None = None  # the torch.compile child, once prepared with a compile backend
+    compile_imports: tuple[str, ...] = ()  # modules the child imports first (a compile backend's registration)
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -43,6 +49,8 @@ class TorchBackend(Backend):
     @property
     def provider(self) -> str:
         device = str(self.loaded.device) if self.loaded else "?"
+        if self._compiled is not None:
+            return self._compiled.provider
         return f"{device} (torch.compile {self.compile_backend})" if self.compile_backend else device
 
     @property
@@ -53,18 +61,18 @@ class TorchBackend(Backend):
         self._device = loaded.device
         self._module = loaded.model  # fp32 only: `availability` refuses other precisions
         if self.compile_backend:
-            progress(f"torch.compile (backend {self.compile_backend}) and first run…", 0.3)
-            # A new wrapper: the cached LoadedModel itself is never modified.
-            self._module = torch.compile(loaded.model, backend=self.compile_backend)
-            try:
-                self.run(sample_batch(loaded, self.batch_size))  # compilation happens on the first call
-            except Exception as exc:
-                raise BackendError(f"torch.compile failed: {error_summary(exc)}") from exc
+            progress(f"torch.compile (backend {self.compile_backend}) and first run, in a process of its own…", 0.3)
+            # The child compiles its own copy: the cached LoadedModel is never touched. CompileError is a
+            # BackendError (one line).
+            self._compiled = CompiledProcess(loaded, self.compile_backend, sample_batch(loaded, self.batch_size),
+                                             imports=self.compile_imports)
         progress("Ready", 1.0)
 
-    @torch.inference_mode()
     def run(self, batch: torch.Tensor) -> torch.Tensor:
-        return self._module(batch.to(self._device)).float().cpu()
+        if self._compiled is not None:
+            return self._compiled.run(batch)
+        with torch.inference_mode():
+            return self._module(batch.to(self._device)).float().cpu()
 
 
 def torch_compile_status() -> tuple[bool, str]:

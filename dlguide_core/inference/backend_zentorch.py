@@ -1,12 +1,12 @@
 """zentorch as a backend: AMD's PyTorch plugin for EPYC CPUs (ZenDNN), `torch.compile(model, backend="zentorch")`.
 
 The guide's "MIGraphX can also target CPU using ... ZenDNN", made real for PyTorch. Optional: available where the
-`zentorch` package (versioned with torch: zentorch 2.14.x for torch 2.14) is installed; it is imported only when
-a model is prepared, since importing it registers its compiler backend and loads ZenDNN (seconds). Preparing runs
-the same path as PyTorch's own torch.compile (`TorchBackend._prepare`: wrap, then compile on a first run), so
-it is serialised with the other compiled backends wherever those are. Its optimisations need AVX-512 (it warns
-so without): on a CPU without it, zentorch measured slower than eager PyTorch (docs/BENCHMARKS.md), so the
-booth times it only where the CPU has AVX-512 (`contends`).
+`zentorch` package (versioned with torch: zentorch 2.14.x for torch 2.14) is installed; it is imported only when a
+model is prepared, since importing it registers its compiler backend and loads ZenDNN (seconds). Preparing runs the
+same path as PyTorch's own torch.compile (`TorchBackend._prepare`: a compile child process that imports zentorch,
+compiles and then serves the batches), so neither its trace nor ZenDNN ever enters the serving process. Its
+optimisations need AVX-512 (it warns so without): on a CPU without it, zentorch measured slower than eager PyTorch
+(docs/BENCHMARKS.md), so the booth times it only where the CPU has AVX-512 (`contends`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import os
 
 import torch
 
-from dlguide_core import migraphx_lib
 from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import Availability, BackendError, BackendOptions, Progress
 from dlguide_core.inference.backend_torch import TorchBackend, torch_compile_status
@@ -58,6 +57,8 @@ class ZentorchBackend(TorchBackend):
         capability = cpu_capability()
         return None if capability.startswith("AVX512") else f"its optimisations need AVX-512 (this CPU: {capability})"
 
+    compile_imports = (names.ZENTORCH,)  # importing zentorch registers its torch.compile backend
+
     @property
     def compile_backend(self) -> str:
         return self.name  # importing zentorch registers its torch.compile backend under this name
@@ -65,21 +66,11 @@ class ZentorchBackend(TorchBackend):
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
         if loaded.device.type != "cpu":
             raise BackendError(f"{self.title} runs on the CPU; this model is on {loaded.device}")
-        progress(f"Importing {self.name} (ZenDNN)…", 0.1)
-        _migraphx_cpu_first()
-        try:
-            importlib.import_module(self.name)
-        except Exception as exc:  # a zentorch built for another torch fails here, with its own error types
-            raise BackendError(f"{self.name} did not load: {str(exc).strip().splitlines()[0][:200]}") from exc
+        # zentorch is imported only in the compile child (compile_imports): ZenDNN never loads in the serving
+        # process, where it would break MIGraphX's cpu target if MIGraphX had not run first ("could not execute a
+        # primitive", migraphx 2.16 beside zentorch 2.14.0.1 here). A zentorch that does not load is the child's
+        # one-line error.
         super()._prepare(loaded, progress)
-
-
-def _migraphx_cpu_first() -> None:
-    """Probe MIGraphX's cpu target (once per process) before zentorch loads ZenDNN: probed after, it refuses every
-    precision ("could not execute a primitive", migraphx 2.16 beside zentorch 2.14.0.1 here); probed before, it
-    keeps compiling and running. Nothing where MIGraphX does not load."""
-    if migraphx_lib.status()[0]:
-        migraphx_lib.target_support("cpu")
 
 
 def cpu_capability() -> str:

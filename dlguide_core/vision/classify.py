@@ -1,8 +1,19 @@
-"""Batched top-k classification with softmax probabilities."""
+"""Batched top-k classification with softmax probabilities, and the process-wide gate on model forwards.
+
+Every live forward of a served app goes through `forward_slot()` (`predict_logits`, Grad-CAM, the booth's
+predictions): at most DLGUIDE_MAX_FORWARDS (default 1) run at once in a process, the others wait. On one
+device, concurrent forwards only split its cores (torch already uses all of them for one) while each holds
+its own activations, so four visitors' simultaneous Inception v3 forwards cost four times the memory for
+no throughput (issue 18: the full app's peak under 4 uploading sessions).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -50,12 +61,52 @@ def top_k(logits: torch.Tensor, class_names: Sequence[str], k: int = 5) -> list[
     ]
 
 
+DEFAULT_MAX_FORWARDS = 1  # model forwards running at once in one process (a server's visitors share it)
+
+
+class ForwardGate:
+    """A process-wide bound on concurrent forwards, re-entrant per thread (a forward that calls another
+    gated forward, e.g. a backend dressed as a model, takes one slot, not two)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._semaphore = threading.BoundedSemaphore(slots)
+        self._held = threading.local()
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        depth = getattr(self._held, "depth", 0)
+        if depth == 0:
+            self._semaphore.acquire()
+        self._held.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._held.depth = depth
+            if depth == 0:
+                self._semaphore.release()
+
+
+@functools.lru_cache(maxsize=1)
+def forward_gate() -> ForwardGate:
+    """The process's gate: DLGUIDE_MAX_FORWARDS slots (default 1; a value that is not a positive whole
+    number means the default), read once per process."""
+    raw = os.environ.get("DLGUIDE_MAX_FORWARDS", "").strip()
+    return ForwardGate(int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_FORWARDS)
+
+
+def forward_slot() -> AbstractContextManager[None]:
+    """`with forward_slot():` around a live model forward (waits while the process's slots are taken)."""
+    return forward_gate()()
+
+
 @torch.inference_mode()
 def predict_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
-    """(B, 3, H, W) preprocessed batch -> (B, C) float32 logits on the CPU."""
+    """(B, 3, H, W) preprocessed batch -> (B, C) float32 logits on the CPU, inside the forward gate."""
     device = loaded.device
     layout = torch.channels_last if device.type == "cpu" else torch.contiguous_format  # see models.load_model
-    return loaded.model(batch.to(device, memory_format=layout)).float().cpu()
+    with forward_slot():
+        return loaded.model(batch.to(device, memory_format=layout)).float().cpu()
 
 
 def classify_images(loaded: LoadedModel, images: Sequence[Image.Image], *, k: int = 5,

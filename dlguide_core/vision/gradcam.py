@@ -27,6 +27,7 @@ from PIL import Image
 from torch import nn
 
 from dlguide_core.vision.architectures import architecture
+from dlguide_core.vision.classify import forward_slot
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import GUIDE_EVAL, EvalPreset, denormalize, preprocess
 
@@ -51,11 +52,13 @@ def grad_cam(loaded: LoadedModel, image: Image.Image, *, class_index: int | None
     if layer is None:
         raise ValueError(f"{loaded.arch} names no Grad-CAM layer")
     batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
-    acts, logits = forward_with_leaf(loaded.model, batch.to(loaded.device), layer)
-    probs = torch.softmax(logits.detach().float(), dim=1)[0]
-    index = int(probs.argmax()) if class_index is None else int(class_index)
-    with torch.enable_grad():  # indexing the score must be recorded even under a caller's no_grad
-        (grads,) = torch.autograd.grad(logits[0, index], acts)  # (1, C, h, w); no .grad written anywhere
+    with forward_slot():  # the forward and its backward hold activations: one of the process's live forwards
+        acts, logits = forward_with_leaf(loaded.model, batch.to(loaded.device), layer)
+        probs = torch.softmax(logits.detach().float(), dim=1)[0]
+        index = int(probs.argmax()) if class_index is None else int(class_index)
+        with torch.enable_grad():  # indexing the score must be recorded even under a caller's no_grad
+            (grads,) = torch.autograd.grad(logits[0, index], acts)  # (1, C, h, w); no .grad written anywhere
+        del logits
     heatmap = cam_from(acts.detach(), grads, size=tuple(batch.shape[-2:]))
     view = model_view(batch, loaded.preset)
     return GradCam(heatmap, overlay_heatmap(view, heatmap, alpha), view, index,

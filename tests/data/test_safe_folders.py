@@ -4,9 +4,6 @@ count unreadable files, report them (job log, `jobs show --json` skipped_files),
 from __future__ import annotations
 
 import json
-import struct
-import zlib
-from pathlib import Path
 
 import pytest
 
@@ -14,25 +11,7 @@ from dlguide_core.cli.main import main
 from dlguide_core.data.image_folders import load_data
 from dlguide_core.data.safe_folders import SafeImageFolder
 from dlguide_core.errors import DatasetError
-from tests.support.toy_data import write_toy_dataset
-
-
-def bomb_png(width: int = 20000, height: int = 20000) -> bytes:
-    """A PNG header claiming width x height (400 MP): refused by the pixel limit before any pixel."""
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
-    chunk = b"IHDR" + ihdr
-    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
-            + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND")))
-
-
-def spoil(data: Path, split: str = "train") -> list[Path]:
-    """A corrupt file, a dangling symlink and a decompression bomb in `split`/class_0."""
-    folder = data / split / "class_0"
-    corrupt, dangling, bomb = folder / "corrupt.jpg", folder / "dangling.jpg", folder / "bomb.png"
-    corrupt.write_bytes(b"\xff\xd8\xff\xe0 this is not a JPEG")
-    dangling.symlink_to(folder / "gone.jpg")
-    bomb.write_bytes(bomb_png())
-    return [corrupt, dangling, bomb]
+from tests.support.toy_data import spoil, write_toy_dataset
 
 
 def test_unreadable_files_are_skipped_and_counted(tmp_path):

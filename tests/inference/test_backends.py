@@ -212,15 +212,6 @@ def test_graph_optimisation_and_threads_reach_the_session_options():
     assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-def test_torch_compile_option_runs_through_torch_compile(cifar):
-    # backend="eager" captures the graph with dynamo but skips inductor's C++ build: seconds, not minutes.
-    backend = prepare_backend("torch", cifar, options=BackendOptions(torch_compile="eager"))
-    batch = sample_batch(cifar, 2)
-    assert torch.allclose(backend.run(batch), predict_logits(cifar, batch))
-    assert "torch.compile eager" in backend.provider
-    assert backend._module is not cifar.model  # the cached model is wrapped, never modified
-
-
 def test_classify_through_a_backend_gives_the_eager_top5(cifar):
     sources = [(name, path) for name, path in bundled_samples().items()]
     backend = prepare_backend("onnxruntime", cifar)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
 TOY_COLOURS = ((220, 40, 40), (40, 180, 60), (50, 70, 220), (230, 200, 40), (160, 60, 200), (40, 200, 210))
@@ -25,3 +27,21 @@ def write_toy_dataset(root: str | Path, *, classes: int = 3, per_class: int = 8,
                 pixels = np.clip(base + noise, 0, 255).astype(np.uint8)  # (S, S, 3)
                 Image.fromarray(pixels).save(folder / f"{split}_{c}_{i}.png")
     return root
+
+
+def bomb_png(width: int = 20000, height: int = 20000) -> bytes:
+    """A PNG header claiming width x height (400 MP): refused by the pixel limit before any pixel."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+            + struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND")))
+
+
+def spoil(data: Path, split: str = "train") -> list[Path]:
+    """A corrupt file, a dangling symlink and a decompression bomb in `split`/class_0."""
+    folder = data / split / "class_0"
+    corrupt, dangling, bomb = folder / "corrupt.jpg", folder / "dangling.jpg", folder / "bomb.png"
+    corrupt.write_bytes(b"\xff\xd8\xff\xe0 this is not a JPEG")
+    dangling.symlink_to(folder / "gone.jpg")
+    bomb.write_bytes(bomb_png())
+    return [corrupt, dangling, bomb]

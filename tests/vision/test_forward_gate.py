@@ -97,7 +97,7 @@ def test_the_booth_and_grad_cam_wait_for_the_gate(monkeypatch, forward):
     monkeypatch.setenv("DLGUIDE_MAX_FORWARDS", "1")
     loaded = loaded_counting()
     image = Image.new("RGB", (20, 20), (90, 40, 200))
-    runner = booth.Runner("eager", "CPU", lambda batch: loaded.model(batch))
+    runner = booth.Predictor("eager", "CPU", lambda batch: loaded.model(batch))
     results: list[object] = []
     if forward == "booth":
         work = threading.Thread(target=lambda: results.append(booth.predict_timed(loaded, runner, image)))

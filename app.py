@@ -15,7 +15,8 @@ from ui import auth
 st.set_page_config(page_title="dlguide · Inception v3 on ROCm", layout="wide",
                    page_icon=str(Path(__file__).with_name("assets") / "favicon.png"))  # served by the app: offline
 
-BOOTH = st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk")
+# The booth's address stays /kiosk (a documented URL: `make kiosk`, README); its page script is pages/booth.py.
+BOOTH = st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="kiosk")
 PAGES = [
     st.Page("pages/classify.py", title="Classify", icon=":material/image_search:", url_path="classify", default=True),
     st.Page("pages/devices.py", title="Devices", icon=":material/memory:", url_path="devices"),
@@ -24,10 +25,10 @@ PAGES = [
     st.Page("pages/compiled.py", title="Compiled inference", icon=":material/bolt:", url_path="compiled"),
 ]
 
-if settings.kiosk_mode():
-    # Booth mode routes the kiosk page alone (an allow-list: pages added later stay hidden too), and needs
+if settings.booth_mode():
+    # Booth mode routes the booth page alone (an allow-list: pages added later stay hidden too), and needs
     # no sign-in. st.navigation serves only the pages in its list, so /train or ?page=devices land here.
-    PAGES = [st.Page("pages/kiosk.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
+    PAGES = [st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
     st.navigation(PAGES, position="hidden").run()
     st.stop()
 

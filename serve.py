@@ -128,7 +128,7 @@ def warm_booth() -> None:
 
     from dlguide_core.booth import booth_weights
     from dlguide_core.errors import DlguideError
-    from ui.cache import attract_items, get_model, kiosk_runner
+    from ui.cache import attract_items, booth_runner, get_model
 
     # The cached functions' spinners have no session to draw in yet: Streamlit says so once per call.
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
@@ -136,7 +136,7 @@ def warm_booth() -> None:
     say("preparing the booth before opening the port (model, backend, attract view)…")
     try:
         loaded = get_model(booth_weights(fetch=True, say=say))
-        runner = kiosk_runner(loaded)
+        runner = booth_runner(loaded)
         attract_items(loaded, runner)
     except DlguideError as exc:
         say(f"the booth could not be prepared ({exc}); the page will say so to visitors")
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if ours.no_warm:
         pass
-    elif settings.kiosk_mode():
+    elif settings.booth_mode():
         warm_booth()
     else:
         warm_app()

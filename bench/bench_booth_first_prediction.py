@@ -43,7 +43,7 @@ def first_prediction(workdir: Path, env: dict[str, str], warm: bool, run: int) -
         answered = time.monotonic()
     finally:
         server.stop()
-    rows = sum(body.count('class="kiosk-row"') for body in result.markdown)
+    rows = sum(body.count('class="booth-row"') for body in result.markdown)
     ready = [line for line in server.log_text().splitlines() if "booth ready" in line]
     return {"warm": warm, "port_open_s": round(opened - server.started, 1),
             "visitor_wait_s": round(answered - opened, 1), "first_prediction_s": round(answered - server.started, 1),

@@ -191,7 +191,7 @@ def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, ti
             page.get_by_text("Upload", exact=True).click()
             page.locator("input[type=file]").set_input_files(str(photo))
             page.get_by_text("I think it's a").wait_for()
-            page.locator(".kiosk-row").nth(4).wait_for()
+            page.locator(".booth-row").nth(4).wait_for()
         else:
             page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(photo))
             page.locator('[data-testid="stPlotlyChart"] .ytick text').nth(4).wait_for()

@@ -39,7 +39,7 @@ from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
-# The booth's widgets as pages/kiosk.py labels them (Material icons, no emoji: issue 18/24)
+# The booth's widgets as pages/booth.py labels them (Material icons, no emoji: issue 18/24)
 HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
 START_OVER = "button:Start over"
 
@@ -181,7 +181,7 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
         with BoothSession(url, timeout=timeout) as session:
             for i in range(rounds):
                 result, waited = session.classify(shot(seed * 10_000 + i))
-                rows = sum(body.count('class="kiosk-row"') for body in result.markdown)
+                rows = sum(body.count('class="booth-row"') for body in result.markdown)
                 if result.errors or rows != 5 or not any("I think it's a" in b for b in result.markdown):
                     errors.append(f"session {seed} round {i}: rows={rows} {result.errors}")
                 latencies.append(waited)

@@ -1,6 +1,6 @@
-"""Booth mode logic: the predictor a kiosk uses, timed predictions, idle timing, the attract view.
+"""Booth mode logic: the predictor the booth uses, timed predictions, idle timing, the attract view.
 
-pages/kiosk.py is the UI; everything it decides (which backend, when a visitor has
+pages/booth.py is the UI; everything it decides (which backend, when a visitor has
 gone, which sample the attract view shows) is decided here, without streamlit.
 Visitor images are only ever held in memory: nothing in this module writes a file.
 """
@@ -35,7 +35,7 @@ Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> 
 
 @dataclass(frozen=True)
 class Predictor:
-    """How the kiosk runs the model: a backend name, the device it runs on, and its forward.
+    """How the booth runs the model: a backend name, the device it runs on, and its forward.
 
     One predictor is shared by every visitor; `lock` lets one forward (or Grad-CAM) run at a
     time: concurrent forwards on one device only fight over its cores and multiply peak
@@ -80,7 +80,7 @@ def seconds_left(last_active: float, now: float, idle_s: float) -> float:
 
 
 def attract_index(now: float, count: int, period_s: float = ATTRACT_PERIOD_S) -> int:
-    """Which of `count` samples the attract view shows at wall time `now` (all kiosk screens agree)."""
+    """Which of `count` samples the attract view shows at wall time `now` (all booth screens agree)."""
     return int(now // period_s) % count if count > 0 else 0
 
 

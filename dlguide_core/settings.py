@@ -47,5 +47,5 @@ def inside(path: str | Path, base: str | Path) -> bool:
     return resolved == base or base in resolved.parents
 
 
-def kiosk_mode() -> bool:
+def booth_mode() -> bool:
     return os.environ.get("DLGUIDE_KIOSK", "").strip().lower() in {"1", "true", "yes", "on"}

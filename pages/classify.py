@@ -12,14 +12,14 @@ from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
 from dlguide_core.vision.result_files import classify_timed, results_csv, results_json
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from ui.backends import backend_selectbox, precision_options
+from ui.booth import hide_in_booth
 from ui.cache import get_backend
 from ui.evaluation import evaluation_form
-from ui.kiosk import hide_in_kiosk
 from ui.results import produced_by, show_result
 from ui.tensorflow import tf_classify_tab
 from ui.weights import require_model, weights_selectbox
 
-hide_in_kiosk()
+hide_in_booth()
 
 st.title("Classify with Inception v3")
 st.caption("The guide's *Evaluating a Pretrained Model*: Resize 299 → CenterCrop 299 → ImageNet "

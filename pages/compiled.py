@@ -13,6 +13,7 @@ from dlguide_core.inference.registry import backend_status
 from dlguide_core.vision.images import UPLOAD_TYPES
 from dlguide_core.vision.result_files import classify_timed
 from dlguide_core.vision.samples import bundled_samples
+from ui.booth import hide_in_booth
 from ui.cache import get_backend
 from ui.compiled import (
     BenchRun,
@@ -26,12 +27,11 @@ from ui.compiled import (
     remember_prepared,
     show_bench,
 )
-from ui.kiosk import hide_in_kiosk
 from ui.results import produced_by, show_result
 from ui.status_marks import coloured, mark
 from ui.weights import require_model, weights_selectbox
 
-hide_in_kiosk()
+hide_in_booth()
 
 st.title("Compiled inference")
 st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (dynamic batch, labels inside), "

@@ -11,12 +11,12 @@ from dlguide_core import booth, device_probes, devices
 from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, label
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
+from ui.booth import hide_in_booth
 from ui.cache import device_report
-from ui.kiosk import hide_in_kiosk
 from ui.polling import live_fragment
 from ui.status_marks import coloured, mark
 
-hide_in_kiosk()
+hide_in_booth()
 
 st.title("Devices")
 network_warning()

@@ -6,13 +6,13 @@ requests to the job store and reads metrics from it, and reruns by itself only w
 
 import streamlit as st
 
+from ui.booth import hide_in_booth
 from ui.cache import app_job_store
 from ui.finished_jobs import evaluate_section, export_section
 from ui.jobs import jobs_panel
-from ui.kiosk import hide_in_kiosk
 from ui.train_form import new_job_form
 
-hide_in_kiosk()
+hide_in_booth()
 
 st.title("Train")
 st.caption("The guide's recipes as background jobs: Inception v3 fine-tuning on tiny-imagenet-200, the small CNN "

@@ -90,17 +90,17 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
 
 
 @st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
-def _cached_kiosk_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
+def _cached_booth_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
     from dlguide_core.booth import fastest_predictor
 
     return fastest_predictor(_loaded)
 
 
-def kiosk_runner(loaded: LoadedModel):
+def booth_runner(loaded: LoadedModel):
     """The booth's predictor for `loaded`: the fastest available backend, prepared once per model."""
     from dlguide_core.booth import backend_choice
 
-    return _cached_kiosk_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
+    return _cached_booth_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
 
 
 @st.cache_resource(show_spinner="Classifying the sample photos…", max_entries=8)

@@ -54,7 +54,7 @@ def download_section(roots: list) -> None:
     st.info("No dataset found in the data roots "
             f"({', '.join(str(r) for r in roots) or 'none: set DLGUIDE_DATA_ROOTS'}). Download one into "
             "the first root, or copy an ImageFolder (train/<class>/, val/<class>/) there.")
-    if not roots or settings.kiosk_mode():
+    if not roots or settings.booth_mode():
         return
     left, right = st.columns(2)
     fetchers = {"tiny-imagenet-200 (237 MB)": tiny_imagenet.fetch_tiny_imagenet,

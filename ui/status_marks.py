@@ -1,5 +1,5 @@
-"""Pass/fail marks that need no emoji font (Debian's chromium, kiosks and Docker images draw ✅/❌ as empty boxes):
-a word, coloured green or red in the table."""
+"""Pass/fail marks that need no emoji font (Debian's chromium, booth screens and Docker images draw ✅/❌ as empty
+boxes): a word, coloured green or red in the table."""
 
 from __future__ import annotations
 

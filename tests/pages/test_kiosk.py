@@ -27,7 +27,7 @@ def booth(monkeypatch: pytest.MonkeyPatch, kiosk: bool = True, backend: str = "t
         monkeypatch.setenv("DLGUIDE_KIOSK", "1")
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    return at.run() if kiosk else at.run().switch_page("pages/kiosk.py").run()
+    return at.run() if kiosk else at.run().switch_page("pages/booth.py").run()
 
 
 def all_text(at: AppTest) -> str:
@@ -52,14 +52,14 @@ def test_kiosk_mode_routes_only_the_booth(monkeypatch: pytest.MonkeyPatch) -> No
     text = all_text(at)
     assert "untrained" in text  # no ImageNet weights here: the banner says so
     assert "/" not in at.warning[0].value  # and names no file path
-    assert text.count('class="kiosk-row"') == 5  # the attract view: a sample's top-5
+    assert text.count('class="booth-row"') == 5  # the attract view: a sample's top-5
 
 
 @pytest.mark.parametrize("hidden", ["pages/devices.py", "pages/classify.py"])
 def test_kiosk_mode_registers_no_other_page(monkeypatch: pytest.MonkeyPatch, hidden: str) -> None:
     """st.navigation routes only pages in its list: in kiosk mode that list is the booth alone."""
     at = booth(monkeypatch)
-    with pytest.raises(ValueError, match=r"Known pages: \['[^']*pages/kiosk\.py'\]"):
+    with pytest.raises(ValueError, match=r"Known pages: \['[^']*pages/booth\.py'\]"):
         at.switch_page(hidden)
 
 
@@ -79,7 +79,7 @@ def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatc
     at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
     assert not at.exception
     assert "I think it's a" in all_text(at)
-    assert all_text(at).count('class="kiosk-row"') == 5
+    assert all_text(at).count('class="booth-row"') == 5
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["This prediction took"].endswith(" ms") and float(metrics["This prediction took"][:-3]) > 0
     assert metrics["Ran on"].startswith(("CPU", "GPU")) and metrics["Backend"]
@@ -106,7 +106,7 @@ def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value
     at.file_uploader(key="kiosk_upload_0").upload("red.jpg", jpeg_bytes(), "image/jpeg").run()
     assert not at.exception and not at.error
-    assert all_text(at).count('class="kiosk-row"') == 5
+    assert all_text(at).count('class="booth-row"') == 5
 
 
 def test_normal_mode_also_serves_the_booth(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ CUT = """sel => [...document.querySelectorAll(sel)].filter(e => e.scrollWidth > 
                                                     .map(e => e.textContent)"""
 LONGEST_BACKEND = """e => { const text = document.createTreeWalker(e, NodeFilter.SHOW_TEXT).nextNode();
                             text.textContent = 'ONNX Runtime int8 · MIGraphXExecutionProvider'; }"""
-TEXTS = '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, .kiosk-label, .kiosk-pct'
+TEXTS = '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, .booth-label, .booth-pct'
 
 
 def photo(path: Path) -> Path:
@@ -49,15 +49,15 @@ def test_visitor_flow_and_idle_reset(booth_url: str, browser_page, tmp_path: Pat
     page = browser_page
     page.goto(booth_url)
     page.get_by_text(ATTRACT).wait_for(timeout=120_000)  # the attract view (a cold server loads the model first)
-    page.locator(".kiosk-row").nth(4).wait_for()
-    assert page.locator(".kiosk-row").count() == 5
+    page.locator(".booth-row").nth(4).wait_for()
+    assert page.locator(".booth-row").count() == 5
     assert page.get_by_text("Classify with Inception v3").count() == 0
 
     page.get_by_text("Upload", exact=True).click()
     page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
     page.get_by_text("I think it's a").wait_for()
-    page.locator(".kiosk-row").nth(4).wait_for()
-    assert page.locator(".kiosk-row").count() == 5
+    page.locator(".booth-row").nth(4).wait_for()
+    assert page.locator(".booth-row").count() == 5
     page.get_by_text("This prediction took").wait_for()
     page.get_by_text("What the model sees", exact=False).wait_for()
 
@@ -96,7 +96,7 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
             cut = page.evaluate(CUT, TEXTS)
             assert not cut, f"{name}: text cut off: {cut}"
             assert all(values.nth(i).inner_text().strip() for i in range(3))
-            tracks = page.locator(".kiosk-track").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().width)")
+            tracks = page.locator(".booth-track").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().width)")
             assert len(tracks) == 5 and min(tracks) >= min(400, width / 2), (name, tracks)
             page.get_by_text("I think it's a").evaluate("e => e.scrollIntoView()")  # the answer, bars and metrics
             page.screenshot(path=str(tmp_path / f"booth-{name}-{width}x{height}.png"))

@@ -2,7 +2,7 @@
 
 Visitor photos live in this session's memory only and are dropped (widgets re-keyed,
 uploads freed) on "Start over" or after DLGUIDE_KIOSK_IDLE_S seconds without a tap.
-The pieces are in ui/kiosk.py; what the booth decides is in dlguide_core.booth.
+The pieces are in ui/booth.py; what the booth decides is in dlguide_core.booth.
 """
 
 import time
@@ -11,8 +11,7 @@ import streamlit as st
 
 from dlguide_core import booth
 from dlguide_core.errors import DlguideError
-from ui.cache import attract_items, get_model, kiosk_runner
-from ui.kiosk import (
+from ui.booth import (
     CSS,
     attract_view,
     classify_visitor,
@@ -24,12 +23,13 @@ from ui.kiosk import (
     training_ticker,
     visitor_photo,
 )
+from ui.cache import attract_items, booth_runner, get_model
 
 st.html(CSS)
-st.session_state.kiosk_last_active = time.monotonic()  # every full run is a visitor's tap
+st.session_state["kiosk_last_active"] = time.monotonic()  # every full run is a visitor's tap
 try:
     loaded = get_model(booth.booth_weights())
-    runner = kiosk_runner(loaded)
+    runner = booth_runner(loaded)
 except DlguideError as exc:
     st.error(f"The booth model cannot be loaded: {exc}", icon=":material/block:")
     st.stop()
@@ -53,7 +53,7 @@ if photo is not None:
         if st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:"):
             reset_visitor()
             st.rerun()
-        st.session_state.kiosk_last_active = time.monotonic()  # the countdown starts once the answer is shown
+        st.session_state["kiosk_last_active"] = time.monotonic()  # the countdown starts once the answer is shown
         idle_watchdog(booth.idle_seconds())
 if visitor is not None:
     how_it_works(loaded, visitor)

@@ -24,23 +24,24 @@ CSS = """<style>
 button[data-variant="segmented_control"] {min-height: 3.6rem; padding: 0.6rem 1.6rem;}
 [data-testid="stFileUploaderDropzone"] button p, .stButton button p, [data-testid="stCameraInputButton"] p,
 button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {font-size: 1.4rem;}
-.kiosk-bars {display: flex; flex-direction: column; gap: 0.7rem; margin: 0.5rem 0 1rem;}
-.kiosk-row {display: grid; grid-template-columns: minmax(8rem, 16rem) 1fr 4.5rem; gap: 0.8rem; align-items: center;}
-.kiosk-label {font-size: 1.5rem; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;}
-.kiosk-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
-.kiosk-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
-.kiosk-pct {font-size: 1.5rem; text-align: right;}
+.booth-bars {display: flex; flex-direction: column; gap: 0.7rem; margin: 0.5rem 0 1rem;}
+.booth-row {display: grid; grid-template-columns: minmax(8rem, 16rem) 1fr 4.5rem; gap: 0.8rem; align-items: center;}
+.booth-label {font-size: 1.5rem; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;}
+.booth-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
+.booth-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
+.booth-pct {font-size: 1.5rem; text-align: right;}
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere;}
 [data-testid="stMetricValue"] > div {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
 @media (max-width: 640px) {
-  .kiosk-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
-  .kiosk-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
-  .kiosk-track {height: 1.5rem;}
-  .kiosk-pct {font-size: 1.15rem;}
+  .booth-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
+  .booth-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
+  .booth-track {height: 1.5rem;}
+  .booth-pct {font-size: 1.15rem;}
 }
 </style>"""
 CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"  # icons need no emoji font
+# The booth's widget and session keys keep their "kiosk_" prefix: widget keys are contracts (README, tests).
 VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
 
 
@@ -55,11 +56,11 @@ class Visitor:
     cam: GradCam | None = field(default=None, repr=False, compare=False)
 
 
-def hide_in_kiosk() -> None:
+def hide_in_booth() -> None:
     """Defence in depth for booth mode: a non-booth page reached by any route renders nothing."""
     from dlguide_core import settings
 
-    if settings.kiosk_mode():
+    if settings.booth_mode():
         st.info("This page is not available in booth mode.")
         st.stop()
 
@@ -84,12 +85,12 @@ def forget_uploaded_files(files: list) -> None:
 
 def bars_html(top) -> str:
     rows = "".join(
-        f'<div class="kiosk-row"><span class="kiosk-label">{html.escape(p.label)}</span>'
-        f'<div class="kiosk-track"><div class="kiosk-fill" style="width:{p.prob * 100:.1f}%"></div></div>'
-        f'<span class="kiosk-pct">{p.prob:.0%}</span></div>'
+        f'<div class="booth-row"><span class="booth-label">{html.escape(p.label)}</span>'
+        f'<div class="booth-track"><div class="booth-fill" style="width:{p.prob * 100:.1f}%"></div></div>'
+        f'<span class="booth-pct">{p.prob:.0%}</span></div>'
         for p in top
     )
-    return f'<div class="kiosk-bars">{rows}</div>'
+    return f'<div class="booth-bars">{rows}</div>'
 
 
 def nonce() -> int:
@@ -101,14 +102,14 @@ def reset_visitor() -> None:
     forget_uploaded_files([st.session_state.get(f"kiosk_{w}_{nonce()}") for w in ("upload", "camera")])
     for key in [k for k in st.session_state if str(k).startswith("kiosk_") and k not in VISITOR_KEYS_KEPT]:
         del st.session_state[key]
-    st.session_state.kiosk_nonce = nonce() + 1  # new widget keys: the old uploader/camera are gone
+    st.session_state["kiosk_nonce"] = nonce() + 1  # new widget keys: the old uploader/camera are gone
 
 
 @st.fragment(run_every=1.0)
 def idle_watchdog(idle_s: float) -> None:
     from dlguide_core import booth
 
-    left = booth.seconds_left(st.session_state.kiosk_last_active, time.monotonic(), idle_s)
+    left = booth.seconds_left(st.session_state["kiosk_last_active"], time.monotonic(), idle_s)
     if left <= 0:
         reset_visitor()
         st.rerun(scope="app")
@@ -204,7 +205,8 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
     except ImageError as exc:
         st.error(str(exc), icon=":material/block:")
         return None
-    visitor = st.session_state.kiosk_visitor = Visitor(digest, image, booth.predict_timed(loaded, runner, image))
+    visitor = Visitor(digest, image, booth.predict_timed(loaded, runner, image))
+    st.session_state["kiosk_visitor"] = visitor
     return visitor
 
 
@@ -223,7 +225,7 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
         if visitor.cam is None:
             with runner.lock:  # one model computation at a time, as for predictions
                 cam = grad_cam(loaded, visitor.image, class_index=top.index)
-            visitor = st.session_state.kiosk_visitor = replace(visitor, cam=cam)
+            visitor = st.session_state["kiosk_visitor"] = replace(visitor, cam=cam)
         else:
             cam = visitor.cam
         st.image(cam.overlay, caption=f"Grad-CAM for “{top.label}”: red is where it looked", width=480)

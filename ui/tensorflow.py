@@ -191,25 +191,6 @@ def _tf_data_choice(recipe: str) -> str | None:
         return None
 
 
-def _tf_field_input(recipe: str, config_cls: type, field, default, column):
-    """One input per config field, its label and range read from the field's declaration (training/fields.py);
-    max_steps: 0 means no limit."""
-    from dlguide_core.training.fields import DEVICE_CHOICES, spec_of
-    from ui.field_help import field_help
-
-    key, tip, spec = f"train_tf_{recipe}_{field.name}", field_help(field.name), spec_of(config_cls, field.name)
-    if field.name == "device":
-        return column.selectbox("Device", list(DEVICE_CHOICES), key=key, help=tip)
-    if field.name == "max_steps":
-        return column.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0, key=key, help=tip) or None
-    if spec is None or spec.low is None or spec.high is None:  # every number the TF forms draw has a range
-        raise LookupError(f"{config_cls.__name__}.{field.name} has no declared range")
-    label = spec.label.capitalize()
-    if isinstance(default, float):  # an open end is refused by the config, naming the range
-        return column.number_input(label, float(spec.low), float(spec.high), default, format="%.4f", key=key, help=tip)
-    return column.number_input(label, int(spec.low), int(spec.high), default, key=key, help=tip)
-
-
 def tf_recipe_form(store, name: str, recipe):
     """A TensorFlow recipe's data pick and fields; the queued job, or None (not submitted, refused, or why
     it cannot run here)."""
@@ -218,6 +199,7 @@ def tf_recipe_form(store, name: str, recipe):
     from dlguide_core.errors import DlguideError
     from dlguide_core.jobs import queue
     from dlguide_core.tf.runtime import tensorflow_status
+    from ui.config_fields import field_input
     from ui.field_help import MAX_STEPS_RULE
 
     status = tensorflow_status()
@@ -227,12 +209,10 @@ def tf_recipe_form(store, name: str, recipe):
     data = _tf_data_choice(name)
     if data is None:
         return None
-    defaults = recipe.config_cls()
     with st.form(f"train_tf_form_{name}"):
         columns = st.columns(4)
-        fields = [f for f in dataclasses.fields(defaults) if f.name != "data"]
-        values = {f.name: _tf_field_input(name, recipe.config_cls, f, getattr(defaults, f.name),
-                                           columns[i % 4])
+        fields = [f for f in dataclasses.fields(recipe.config_cls) if f.name != "data"]
+        values = {f.name: field_input(columns[i % 4], recipe.config_cls, f.name, f"train_tf_{name}_{f.name}")
                   for i, f in enumerate(fields)}
         st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_tf_{name}_start")

@@ -7,6 +7,7 @@ panel reports what really happened. Widget keys carry the recipe's name, so each
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,14 @@ from dlguide_core.errors import DistributedError, DlguideError
 from dlguide_core.jobs import launch
 from dlguide_core.jobs.catalog import recipes
 from dlguide_core.jobs.store import Job
-from dlguide_core.training.configs import AMP_DTYPE_FLAGS
-from dlguide_core.training.fields import DEVICE_CHOICES
 from dlguide_core.vision import architectures
 from dlguide_core.vision.models import job_checkpoints
 from ui.auth import current_user
+from ui.config_fields import default_of, field_input
 from ui.dataset_picker import datasets_in_roots, pick_dataset
 from ui.executors import run_on
 from ui.executors import submit as submit_to
-from ui.field_help import MAX_STEPS_RULE, field_help
+from ui.field_help import MAX_STEPS_RULE
 from ui.jobs import job_started
 from ui.tensorflow import tf_local_copies, tf_recipe_form
 
@@ -132,47 +132,46 @@ def split_tags(text: str) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
+@dataclass(frozen=True)
+class FormField:
+    """A config field the PyTorch form shows: its widget key is `train_{recipe}_{key}`, in column `column`."""
+
+    name: str
+    key: str
+    column: int
+
+
+# What the PyTorch form shows, where; each widget is drawn from its field's declaration (ui.config_fields).
+PYTORCH_FIELDS = (
+    FormField("epochs", "epochs", 0), FormField("batch_size", "batch", 1), FormField("lr", "lr", 2),
+    FormField("max_steps", "max_steps", 3), FormField("image_size", "size", 0), FormField("weights", "weights", 1),
+    FormField("workers", "workers", 2), FormField("device", "device", 3),
+    FormField("label_smoothing", "smoothing", 0), FormField("seed", "seed", 1), FormField("amp", "amp", 2),
+    FormField("channels_last", "channels_last", 3), FormField("amp_dtype", "amp_dtype", 2),
+)
+
+
+def form_extras(spec: architectures.Architecture) -> dict[str, dict[str, Any]]:
+    """What the declarations leave to the form: the architecture's image sizes, the weights found."""
+    return {"image_size": {"low": spec.min_size, "disabled": spec.fixed_size},
+            "weights": {"options": ["imagenet", "none", *map(str, job_checkpoints())]}}
+
+
 def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:
     """The recipe's fields with the guide's defaults; the queued job, or None (not submitted, or refused)."""
-    d = recipe.config_cls()
-    spec = architectures.architecture(recipe.arch)
     where = run_on(name)  # This machine / Slurm / Ray (ui.executors)
-    processes = devices_section(name, info, d.batch_size) if where.executor == "local" else where.config_values
+    processes = (devices_section(name, info, default_of(recipe.config_cls, "batch_size"))
+                 if where.executor == "local" else where.config_values)
+    extras = form_extras(architectures.architecture(recipe.arch))
     with st.form(f"train_form_{name}"):
-        c1, c2, c3, c4 = st.columns(4)
-        values = {
-            "epochs": c1.number_input("Epochs", 1, 1000, d.epochs, key=f"train_{name}_epochs",
-                                      help=field_help("epochs")),
-            "batch_size": c2.number_input("Batch size", 1, 4096, d.batch_size, key=f"train_{name}_batch",
-                                          help=field_help("batch_size")),
-            "lr": c3.number_input("Learning rate", 1e-6, 10.0, d.lr, format="%.4f", key=f"train_{name}_lr",
-                                  help=field_help("lr")),
-            "max_steps": c4.number_input("Max steps (0 = no limit)", 0, 10_000_000, 0,
-                                         key=f"train_{name}_max_steps", help=field_help("max_steps")),
-            "image_size": c1.number_input("Image size", spec.min_size, 1024, d.image_size,
-                                          disabled=spec.fixed_size, key=f"train_{name}_size",
-                                          help=field_help("image_size")),
-            "weights": c2.selectbox("Weights", ["imagenet", "none", *map(str, job_checkpoints())],
-                                    index=0 if d.weights == "imagenet" else 1, key=f"train_{name}_weights",
-                                    help=field_help("weights")),
-            "workers": c3.number_input("Loader workers", 0, 64, d.workers, key=f"train_{name}_workers",
-                                       help=field_help("workers")),
-            "device": c4.selectbox("Device", list(DEVICE_CHOICES), key=f"train_{name}_device",
-                                   help=field_help("device")),
-            "label_smoothing": c1.number_input("Label smoothing", 0.0, 0.99, d.label_smoothing,
-                                               key=f"train_{name}_smoothing", help=field_help("label_smoothing")),
-            "seed": c2.number_input("Seed", 0, 2**31 - 1, d.seed, key=f"train_{name}_seed", help=field_help("seed")),
-            "amp": c3.checkbox("Mixed precision (GPU)", d.amp, key=f"train_{name}_amp", help=field_help("amp")),
-            "channels_last": c4.checkbox("channels_last", d.channels_last, key=f"train_{name}_channels_last",
-                                         help=field_help("channels_last")),
-            "amp_dtype": AMP_DTYPE_FLAGS[c3.selectbox("Mixed precision dtype", list(AMP_DTYPE_FLAGS),
-                                                      key=f"train_{name}_amp_dtype", help=field_help("amp_dtype"))],
-        }
+        columns = st.columns(4)
+        values = {f.name: field_input(columns[f.column], recipe.config_cls, f.name, f"train_{name}_{f.key}",
+                                      **extras.get(f.name, {}))
+                  for f in PYTORCH_FIELDS}
         st.caption(MAX_STEPS_RULE)
         submitted = st.form_submit_button("Start training", type="primary", key=f"train_{name}_start")
     if not submitted:
         return None
-    values["max_steps"] = values["max_steps"] or None
     values.update(processes)
     try:  # queued here (launched in the background by ui.jobs), or handed to the chosen scheduler
         return submit_to(store, name, recipe.make_config(data=str(info.path), **values), where,

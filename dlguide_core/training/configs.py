@@ -48,16 +48,20 @@ class TrainConfig:
     lr_gamma: float = number(0.1, "lr gamma", 0.0, 1.0, low_open=True)
     image_size: int = whole(299, "image size", 1, 1024, flag=Flag("S", "train crop size (CPU smoke runs)"))
     weights: str = plain("imagenet", "weights", flag=Flag("imagenet|none|PATH"))  # or a dlguide checkpoint path
-    workers: int = whole(4, "workers", 0, 64, flag=Flag("N", "DataLoader worker processes"))
+    workers: int = whole(4, "workers", 0, 64, flag=Flag("N", "DataLoader worker processes"),
+                         form_label="Loader workers")
     device: str = device_field(flag=Flag(choices=DEVICE_CHOICES))  # auto, cpu, cuda or cuda:N (GPU N)
     # autocast on GPUs only; ignored on the CPU
-    amp: bool = plain(False, "amp", flag=Flag(help="mixed precision on GPUs (autocast in --amp-dtype)"))
+    amp: bool = plain(False, "amp", flag=Flag(help="mixed precision on GPUs (autocast in --amp-dtype)"),
+                      form_label="Mixed precision (GPU)")
     amp_dtype: str = choice("bfloat16", "amp dtype", AMP_DTYPES, flag=Flag(
         choices=tuple(AMP_DTYPE_FLAGS), values=AMP_DTYPE_FLAGS,
-        help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)"))
+        help="autocast dtype with --amp: bf16 (default) or fp16 (with a gradient scaler)"),
+        form_label="Mixed precision dtype")
     label_smoothing: float = number(0.0, "label smoothing", 0.0, 1.0, high_open=True, flag=Flag("X"))
     channels_last: bool = plain(False, "channels last", flag=Flag(
-        help="NHWC memory format for the model and batches (faster convolutions with --amp on GPUs)"))
+        help="NHWC memory format for the model and batches (faster convolutions with --amp on GPUs)"),
+        form_label="channels_last")
     # stop (successfully) after this many global steps
     max_steps: int | None = whole(None, "max steps", 1, MAX_STEPS, flag=Flag("N", "stop after N optimiser steps"))
     seed: int = whole(0, "seed", 0, 2**32 - 1, flag=Flag("N"))

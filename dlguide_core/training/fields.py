@@ -1,7 +1,8 @@
 """Config fields declared once (issue 23): what a field is called in messages, its range or choices and how
 the CLI offers it live in the field's own dataclass metadata, and one validation (`check_fields`) with one
 device rule (`device_problem`) serves every config family: the PyTorch recipes, the TensorFlow recipes and
-`evaluate`. The CLI flags (cli/common.add_field_flag) and the Train forms read the same metadata.
+`evaluate`. The CLI flags (cli/common.add_field_flag) and the Train forms (ui/config_fields.py) read the same
+metadata.
 
 Nothing here imports torch or TensorFlow.
 """
@@ -38,7 +39,8 @@ class Flag:
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """A field's declaration: what messages call it, its range (`low`/`high`, either end open) or choices."""
+    """A field's declaration: what messages call it, its range (`low`/`high`, either end open) or choices;
+    `form_label` when the Train form's label is not the message label capitalised."""
 
     label: str
     low: float | None = None
@@ -49,6 +51,13 @@ class FieldSpec:
     optional: bool = False  # None is a value (no limit)
     choices: tuple[str, ...] | None = None
     flag: Flag | None = None
+    form_label: str | None = None
+
+    def form_title(self) -> str:
+        """The Train form's label: `form_label`, else the label capitalised ("batch size" -> "Batch size"), an
+        optional field saying that 0 stands for None ("Max steps (0 = no limit)")."""
+        title = self.form_label or self.label.capitalize()
+        return f"{title} (0 = no limit)" if self.optional and self.form_label is None else title
 
     def span(self) -> str:
         return f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
@@ -70,9 +79,10 @@ class FieldSpec:
         return f"{self.label} must be {'a whole number' if self.whole else 'a number'} in {self.span()}, not {value!r}"
 
 
-def whole(default: int | None, label: str, low: int, high: int, *, flag: Flag | None = None) -> Any:
+def whole(default: int | None, label: str, low: int, high: int, *, flag: Flag | None = None,
+          form_label: str | None = None) -> Any:
     """A whole-number field in [low, high] (None allowed when it is the default: no limit)."""
-    spec = FieldSpec(label, low, high, whole=True, optional=default is None, flag=flag)
+    spec = FieldSpec(label, low, high, whole=True, optional=default is None, flag=flag, form_label=form_label)
     return dataclasses.field(default=default, metadata={SPEC: spec})
 
 
@@ -83,9 +93,11 @@ def number(default: float, label: str, low: float, high: float, *, low_open: boo
     return dataclasses.field(default=default, metadata={SPEC: spec})
 
 
-def choice(default: str, label: str, choices: tuple[str, ...], *, flag: Flag | None = None) -> Any:
+def choice(default: str, label: str, choices: tuple[str, ...], *, flag: Flag | None = None,
+           form_label: str | None = None) -> Any:
     """A field that holds one of `choices`."""
-    return dataclasses.field(default=default, metadata={SPEC: FieldSpec(label, choices=choices, flag=flag)})
+    spec = FieldSpec(label, choices=choices, flag=flag, form_label=form_label)
+    return dataclasses.field(default=default, metadata={SPEC: spec})
 
 
 def device_field(default: str = "auto", *, flag: Flag | None = None) -> Any:
@@ -93,9 +105,9 @@ def device_field(default: str = "auto", *, flag: Flag | None = None) -> Any:
     return dataclasses.field(default=default, metadata={SPEC: FieldSpec("device", flag=flag)})
 
 
-def plain(default: Any, label: str, *, flag: Flag | None = None) -> Any:
+def plain(default: Any, label: str, *, flag: Flag | None = None, form_label: str | None = None) -> Any:
     """A field its config checks itself (text, switches), declared for its label and flag."""
-    return dataclasses.field(default=default, metadata={SPEC: FieldSpec(label, flag=flag)})
+    return dataclasses.field(default=default, metadata={SPEC: FieldSpec(label, flag=flag, form_label=form_label)})
 
 
 def device_problem(value: Any) -> str | None:

@@ -5,6 +5,7 @@ forms (ui/train_form.py for the PyTorch recipes, ui/tensorflow.py) only say whic
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,13 +45,24 @@ def offered_choices(config_cls: type, name: str) -> dict[str, Any] | None:
 def number_range(config_cls: type, name: str, low: float | None = None) -> tuple[float, float]:
     """The (min, max) a number input offers: the declared range, `low` raising its lower end (an architecture's
     smallest image size); an optional field starts at 0, which stands for None (no limit). An open end is drawn
-    as the end itself: the config refuses that one value, naming the range. Ints for a whole-number field."""
+    just inside it (the next float, or the next whole number), so every value offered is one the config accepts.
+    Ints for a whole-number field."""
     spec = declared(config_cls, name)
     if spec.low is None or spec.high is None:
         raise LookupError(f"{config_cls.__name__}.{name} has no declared range")
     start = 0 if spec.optional else spec.low if low is None else max(spec.low, low)
+    if spec.low_open and not spec.optional and start == spec.low:
+        start = _inside(spec.low, spec.high, spec.whole)
+    high = _inside(spec.high, spec.low, spec.whole) if spec.high_open else spec.high
     cast = int if spec.whole else float
-    return cast(start), cast(spec.high)
+    return cast(start), cast(high)
+
+
+def _inside(end: float, toward: float, whole: bool) -> float:
+    """The first value past an open `end`, going toward `toward`."""
+    if whole:
+        return end + (1 if toward > end else -1)
+    return math.nextafter(end, toward)
 
 
 def field_input(column: DeltaGenerator, config_cls: type, name: str, key: str, *,

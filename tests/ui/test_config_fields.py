@@ -63,13 +63,17 @@ def test_each_number_the_pytorch_form_offers_is_the_declared_range(form: AppTest
         spec = spec_of(config_cls, name)
         assert spec is not None and spec.low is not None and spec.high is not None
         low = 0 if spec.optional else arch.min_size if name == "image_size" else spec.low
-        assert (widget.min, widget.max) == (low, spec.high), name  # equal to the declaration ...
+        # the declaration's range, an open end drawn just inside it ...
+        assert (widget.min, widget.max) == number_range(config_cls, name, arch.min_size if name == "image_size"
+                                                        else None), name
+        assert (widget.min == low) != (spec.low_open and not spec.optional) and low <= widget.min, name
+        assert (widget.max == spec.high) != spec.high_open and widget.max <= spec.high, name
         assert spec.low <= arch.min_size <= spec.high if name == "image_size" else True
-        for end, is_open in ((widget.min, spec.low_open), (widget.max, spec.high_open)):
+        for end in (widget.min, widget.max):
             if widget.proto.disabled:  # cifar_net's fixed image size: nothing else is offered
                 continue
             value = None if spec.optional and end == 0 else int(end) if spec.whole else end  # the proto: floats
-            assert _accepts(config_cls, name, value) != is_open, (name, end)  # ... so the config takes it
+            assert _accepts(config_cls, name, value), (name, end)  # ... so the config takes every value offered
         assert widget.value == (getattr(config_cls(), name) or 0)
 
 
@@ -97,6 +101,7 @@ def test_every_recipes_number_range_is_its_declaration() -> None:
     for recipe in recipes().values():
         for name, spec in specs(recipe.config_cls).items():
             if spec.low is not None and spec.high is not None:
-                expected = (0 if spec.optional else spec.low, spec.high)
-                assert number_range(recipe.config_cls, name) == expected, (recipe.name, name)
+                low, high = number_range(recipe.config_cls, name)
+                assert low == 0 if spec.optional else (low > spec.low if spec.low_open else low == spec.low)
+                assert high < spec.high if spec.high_open else high == spec.high, (recipe.name, name)
                 assert type(number_range(recipe.config_cls, name)[0]) is (int if spec.whole else float)

@@ -42,20 +42,21 @@ def offered_choices(config_cls: type, name: str) -> dict[str, Any] | None:
     return None if words is None else {word: word for word in words}
 
 
-def number_range(config_cls: type, name: str, low: float | None = None) -> tuple[float, float]:
+def number_range(config_cls: type, name: str, low: float | None = None,
+                 high: float | None = None) -> tuple[float, float]:
     """The (min, max) a number input offers: the declared range, `low` raising its lower end (an architecture's
-    smallest image size); an optional field starts at 0, which stands for None (no limit). An open end is drawn
-    just inside it (the next float, or the next whole number), so every value offered is one the config accepts.
-    Ints for a whole-number field."""
+    smallest image size) and `high` lowering its upper end (the devices this machine has); an optional field
+    starts at 0, which stands for None (no limit). An open end is drawn just inside it (the next float, or the
+    next whole number), so every value offered is one the config accepts. Ints for a whole-number field."""
     spec = declared(config_cls, name)
     if spec.low is None or spec.high is None:
         raise LookupError(f"{config_cls.__name__}.{name} has no declared range")
     start = 0 if spec.optional else spec.low if low is None else max(spec.low, low)
     if spec.low_open and not spec.optional and start == spec.low:
         start = _inside(spec.low, spec.high, spec.whole)
-    high = _inside(spec.high, spec.low, spec.whole) if spec.high_open else spec.high
+    end = _inside(spec.high, spec.low, spec.whole) if spec.high_open else spec.high
     cast = int if spec.whole else float
-    return cast(start), cast(high)
+    return cast(start), cast(end if high is None else min(end, high))
 
 
 def _inside(end: float, toward: float, whole: bool) -> float:
@@ -66,12 +67,14 @@ def _inside(end: float, toward: float, whole: bool) -> float:
 
 
 def field_input(column: DeltaGenerator, config_cls: type, name: str, key: str, *,
-                options: Sequence[str] | None = None, low: float | None = None, disabled: bool = False) -> Any:
+                options: Sequence[str] | None = None, low: float | None = None, high: float | None = None,
+                disabled: bool = False, label: str | None = None, placeholder: str | None = None) -> Any:
     """Field `name`'s widget in `column`, and the config value it holds: a selectbox over its choices (or the
-    form's `options`: the weights found), a checkbox for a switch, else a number input over `number_range`
-    (an optional field's 0 is None)."""
+    form's `options`: the weights found), a checkbox for a switch, a text input for text, else a number input
+    over `number_range` (an optional field's 0 is None; a default below a raised low end starts there).
+    `label` adds to the declared label what only the page knows (the kind of device this machine has)."""
     spec, default, tip = declared(config_cls, name), default_of(config_cls, name), field_help(name)
-    label = spec.form_title()
+    label = label or spec.form_title()
     choices = {o: o for o in options} if options is not None else offered_choices(config_cls, name)
     if choices is not None:
         words = list(choices)
@@ -79,8 +82,11 @@ def field_input(column: DeltaGenerator, config_cls: type, name: str, key: str, *
         return choices[column.selectbox(label, words, index=index, key=key, help=tip, disabled=disabled)]
     if isinstance(default, bool):
         return column.checkbox(label, default, key=key, help=tip, disabled=disabled)
-    start, end = number_range(config_cls, name, low)
+    if isinstance(default, str):
+        return column.text_input(label, default, key=key, help=tip, disabled=disabled, placeholder=placeholder)
+    start, end = number_range(config_cls, name, low, high)
     cast = type(start)
-    value = column.number_input(label, start, end, cast(0 if default is None else default), key=key, help=tip,
+    value = column.number_input(label, start, end, cast(max(start, 0 if default is None else default)), key=key,
+                                help=tip,
                                 format=FLOAT_FORMAT if cast is float else None, disabled=disabled)
     return None if spec.optional and value == 0 else value

@@ -31,6 +31,13 @@ FIELD_HELP: dict[str, str] = {
     "dropout": "Share of activations dropped at random while training, against overfitting.",
     "momentum": "SGD momentum: how much of the previous step carries into the next.",
     "weight_decay": "L2 penalty on the weights, against overfitting.",
+    "nproc_per_node": "Processes of one data-parallel run (torchrun + DDP), one per device; each takes a batch of "
+                      "its own.",
+    "max_restarts": "How often torchrun restarts the workers after a failure, from the last checkpoint.",
+    "sync_batchnorm": "Batch-norm statistics over every device's batch (GPUs only).",
+    "scale_lr": "Multiply the learning rate by the number of processes, as the global batch grows with them.",
+    "nnodes": "Machines in the run, this one included.",
+    "rdzv_endpoint": "Where the other machines meet this one (torchrun's c10d rendezvous).",
 }
 
 

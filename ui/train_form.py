@@ -41,31 +41,22 @@ def recipe_for_kind(kind: str) -> str | None:
 def devices_section(name: str, info: image_folders.DatasetInfo, default_batch: int) -> dict:
     """Data-parallel settings (torchrun + DDP); outside the form so the multi-node command updates live."""
     most, kind = launch.device_options()
-    with st.expander(f"Devices and machines (up to {most} {kind}s here)", expanded=False):
+    kinds = f"{kind}es" if kind.endswith("s") else f"{kind}s"  # GPUs, CPU processes
+    with st.expander(f"Devices and machines (up to {most} {kinds} here)", expanded=False):
         c1, c2, c3 = st.columns(3)
-        values: dict[str, Any] = {
-            "nproc_per_node": c1.number_input(f"Devices: N ({kind}s on this machine)", 1, most, 1,
-                                              key=f"train_{name}_nproc",
-                                              help="Processes of one data-parallel run (torchrun + DDP), one "
-                                                   "per device; each takes a batch of its own."),
-            "max_restarts": c2.number_input("Max restarts (resume from checkpoint)", 0, 100, 0,
-                                            key=f"train_{name}_restarts",
-                                            help="How often torchrun restarts the workers after a failure, "
-                                                 "from the last checkpoint."),
-            "sync_batchnorm": c1.checkbox("SyncBatchNorm", False, disabled=kind != "GPU",
-                                          key=f"train_{name}_syncbn",
-                                          help="Batch-norm statistics over every device's batch (GPUs only)."),
-            "scale_lr": c2.checkbox("Linear scaling rule (lr × N)", False, key=f"train_{name}_scale_lr",
-                                    help="Multiply the learning rate by the number of processes, as the "
-                                         "global batch grows with them."),
+        config_cls = recipes()[name].config_cls
+        values: dict[str, Any] = {  # drawn from the fields' declarations (ui/config_fields.py), like the form
+            "nproc_per_node": field_input(c1, config_cls, "nproc_per_node", f"train_{name}_nproc", high=most,
+                                          label=f"Devices: N ({kinds} on this machine)"),
+            "max_restarts": field_input(c2, config_cls, "max_restarts", f"train_{name}_restarts"),
+            "sync_batchnorm": field_input(c1, config_cls, "sync_batchnorm", f"train_{name}_syncbn",
+                                          disabled=kind != "GPU"),
+            "scale_lr": field_input(c2, config_cls, "scale_lr", f"train_{name}_scale_lr"),
         }
         if c3.toggle("Several machines", key=f"train_{name}_multinode"):
-            values["nnodes"] = c3.number_input("Machines", 2, 4096, 2, key=f"train_{name}_nnodes",
-                                               help="Machines in the run, this one included.")
-            values["rdzv_endpoint"] = c3.text_input("Rendezvous HOST:PORT (this machine)",
-                                                    placeholder="node0.example:29400", key=f"train_{name}_rdzv",
-                                                    help="Where the other machines meet this one (torchrun's "
-                                                         "c10d rendezvous).")
+            values["nnodes"] = field_input(c3, config_cls, "nnodes", f"train_{name}_nnodes", low=2)
+            values["rdzv_endpoint"] = field_input(c3, config_cls, "rdzv_endpoint", f"train_{name}_rdzv",
+                                                  placeholder="node0.example:29400")
         batch = int(st.session_state.get(f"train_{name}_batch", default_batch))  # the form's last value
         st.caption(f"Batch size is per device: at batch size {batch}, "
                    + launch.describe_batch(batch, values["nproc_per_node"], values.get("nnodes", 1))

@@ -69,19 +69,22 @@ class TrainConfig:
     # Data-parallel training through torchrun (issue 6; docs/DISTRIBUTED.md): batch_size is per device.
     # processes (devices) on the job's machine
     nproc_per_node: int = whole(1, "processes per node", 1, 64, flag=Flag(
-        "N", "processes (GPUs) on this machine; --batch-size is per process"))
+        "N", "processes (GPUs) on this machine; --batch-size is per process"), form_label="Devices: N")
     # machines; the others join with the command the Train page shows
-    nnodes: int = whole(1, "nodes", 1, 4096, flag=Flag("M", "machines in the run"))
+    nnodes: int = whole(1, "nodes", 1, 4096, flag=Flag("M", "machines in the run"), form_label="Machines")
     # HOST:PORT every machine can reach, for nnodes > 1
     rdzv_endpoint: str = plain("", "rendezvous endpoint", flag=Flag(
-        "HOST:PORT", "rendezvous on a machine all others reach"))
+        "HOST:PORT", "rendezvous on a machine all others reach"), form_label="Rendezvous HOST:PORT (this machine)")
     # torchrun restarts of the whole group, each resuming from the last checkpoint
     max_restarts: int = whole(0, "max restarts", 0, 100, flag=Flag(
-        "R", "restart the group up to R times on a failure, resuming from the last checkpoint"))
+        "R", "restart the group up to R times on a failure, resuming from the last checkpoint"),
+        form_label="Max restarts (resume from checkpoint)")
     # batch-norm statistics over the global batch (GPUs only)
-    sync_batchnorm: bool = plain(False, "sync batchnorm", flag=Flag(help="SyncBatchNorm across GPUs"))
+    sync_batchnorm: bool = plain(False, "sync batchnorm", flag=Flag(help="SyncBatchNorm across GPUs"),
+                                 form_label="SyncBatchNorm")
     # the linear scaling rule: lr x world size; off = the lr as set
-    scale_lr: bool = plain(False, "scale lr", flag=Flag(help="linear scaling rule: lr x number of processes"))
+    scale_lr: bool = plain(False, "scale lr", flag=Flag(help="linear scaling rule: lr x number of processes"),
+                           form_label="Linear scaling rule (lr × N)")
 
     def __post_init__(self) -> None:
         check_fields(self)  # every number in its range, amp dtype among its choices, the device rule

@@ -105,3 +105,29 @@ def test_every_recipes_number_range_is_its_declaration() -> None:
                 assert low == 0 if spec.optional else (low > spec.low if spec.low_open else low == spec.low)
                 assert high < spec.high if spec.high_open else high == spec.high, (recipe.name, name)
                 assert type(number_range(recipe.config_cls, name)[0]) is (int if spec.whole else float)
+
+
+def test_the_devices_section_draws_its_fields_from_their_declarations(form: AppTest) -> None:
+    """The data-parallel fields (outside the form, on this machine) are declared fields too: label, tooltip and
+    range from the declaration, the page adding only what it knows (the devices here, the 2 machines a
+    multi-machine run needs at least)."""
+    from dlguide_core.jobs import launch
+    from dlguide_core.training.configs import CifarNetConfig
+
+    form.selectbox(key="train_recipe").select("cifar_net").run()
+    form.toggle(key="train_cifar_net_multinode").set_value(True).run()
+    assert not form.exception, form.exception
+    inputs = {w.key: w for w in form.number_input}
+    most, kind = launch.device_options()
+    for key, name, low, high in (("nproc", "nproc_per_node", 1, most), ("restarts", "max_restarts", 0, 100),
+                                 ("nnodes", "nnodes", 2, 4096)):
+        widget, spec = inputs[f"train_cifar_net_{key}"], spec_of(CifarNetConfig, name)
+        assert spec is not None and widget.help == field_help(name) and (widget.min, widget.max) == (low, high)
+        assert spec.low <= widget.min and widget.max <= spec.high
+        assert name == "nnodes" or _accepts(CifarNetConfig, name, int(widget.min))  # 2 machines need a rendezvous
+    assert inputs["train_cifar_net_nproc"].label == f"Devices: N ({ {'GPU': 'GPUs'}.get(kind, 'CPU processes')} on "\
+        "this machine)"
+    texts = {w.key: w for w in form.text_input}
+    assert texts["train_cifar_net_rdzv"].label == spec_of(CifarNetConfig, "rdzv_endpoint").form_title()
+    assert {w.key: w.label for w in form.checkbox}.items() >= {
+        "train_cifar_net_syncbn": "SyncBatchNorm", "train_cifar_net_scale_lr": "Linear scaling rule (lr × N)"}.items()

@@ -44,6 +44,20 @@ def _recipe_registry_loaded() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _main_module_kept() -> Iterator[None]:
+    """A Streamlit AppTest runs its script as `__main__` and leaves it so: a later `mp.spawn` child then re-runs
+    that script (multiprocessing re-imports the parent's `__main__` from its file) and dies. Put it back."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    saved = {name: getattr(main, name) for name in ("__file__", "__spec__") if hasattr(main, name)}
+    yield
+    sys.modules["__main__"] = main  # type: ignore[assignment]
+    for name, value in saved.items():
+        setattr(main, name, value)
+
+
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own DLGUIDE_HOME and never touches the network."""
     home = tmp_path / "dlguide_home"

@@ -342,7 +342,7 @@ def _images(count: int) -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("batch_size", [1, 8])
+@pytest.mark.parametrize("batch_size", [1])  # batch 8 (41 s here) is bench_backends.py's; CI's budget is 20 min
 def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batch_size, isolated_home):
     if batch_size == 8 and not SHARED_IMAGES.is_dir():
         pytest.skip(f"{SHARED_IMAGES} not here: batch 8 of distinct images needs ../shared/data")

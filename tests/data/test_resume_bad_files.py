@@ -15,7 +15,8 @@ from tests.support.toy_data import spoil, write_toy_dataset
 
 
 def cancel_after_first_checkpoint(stop: threading.Event) -> None:
-    """Cancel the one job as soon as it has saved a checkpoint (as a visitor's Cancel button would)."""
+    """Cancel the one job as soon as it has saved a checkpoint (as a visitor's Cancel button would). The run has
+    200 epochs of 2 steps, so the cancel lands long before its end even on a loaded machine (3 epochs once did not)."""
     store = JobStore()
     while not stop.is_set():
         jobs = store.list_jobs(refresh=False)
@@ -32,7 +33,7 @@ def test_resume_on_a_dataset_with_bad_files_skips_and_counts_them(tmp_path, caps
     canceller = threading.Thread(target=cancel_after_first_checkpoint, args=(stop,))
     canceller.start()
     try:
-        main(["train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "3", "--workers", "0",
+        main(["train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "200", "--workers", "0",
               "--device", "cpu", "--json"])
     finally:
         stop.set()

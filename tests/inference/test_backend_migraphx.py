@@ -33,7 +33,7 @@ from dlguide_core.vision.models import load_model
 from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 from tests.support.compiled_helpers import dlguide_home, seed_export_cache, write_cifar_checkpoint
-from tests.support.fake_migraphx import FakeMigraphx
+from tests.support.fake_migraphx import FakeMigraphx, real_migraphx
 from tests.support.paths import ROOT
 
 SHARED_IMAGES = ROOT.parent / "shared" / "data" / "tiny-imagenet-10" / "val" / "images"
@@ -45,13 +45,7 @@ NO_AMD_GPU = pytest.mark.skipif(Path("/dev/kfd").exists(), reason="an AMD GPU is
 @pytest.fixture(scope="module")
 def mgx():
     """The real migraphx module (not the fake: tests that install the fake restore sys.modules after)."""
-    try:
-        module, _found = migraphx_lib.load()
-    except migraphx_lib.MigraphxMissing as exc:
-        pytest.skip(f"real MIGraphX not loadable ({exc}); `make install` makes ../shared/migraphx importable")
-    if isinstance(module, FakeMigraphx):
-        pytest.skip("the fake migraphx is installed")
-    return module
+    return real_migraphx()
 
 
 def _rel(reference: torch.Tensor, logits: torch.Tensor) -> float:

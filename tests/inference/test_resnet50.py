@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from dlguide_core import migraphx_lib
 from dlguide_core.inference import backend_base
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch
 from dlguide_core.inference.export import export_cache_path, export_onnx, read_metadata
@@ -23,7 +22,7 @@ from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.models import LoadedModel, load_model
 from dlguide_core.vision.presets import scaled_presets
 from tests.support.compiled_helpers import dlguide_home
-from tests.support.fake_migraphx import FakeMigraphx
+from tests.support.fake_migraphx import real_migraphx
 
 SIZE = RESNET50.min_size
 CLASSES = ("cat", "dog", "fox")
@@ -83,12 +82,7 @@ def test_backend_agrees_with_eager(resnet, backend):
 
 @pytest.mark.migraphx  # not slow: compiling ResNet-50 for the cpu target took 10-16 s on the busy 2-core box
 def test_migraphx_cpu_target_agrees_with_eager(resnet):
-    try:
-        module, _found = migraphx_lib.load()
-    except migraphx_lib.MigraphxMissing as exc:
-        pytest.skip(f"real MIGraphX not loadable ({exc}); `make install` makes ../shared/migraphx importable")
-    if isinstance(module, FakeMigraphx):
-        pytest.skip("the fake migraphx is installed")
+    real_migraphx()
     batch = sample_batch(resnet, 2)
     backend = prepare_backend("migraphx", resnet, batch_size=2, options=BackendOptions(target="cpu"))
     assert _rel(predict_logits(resnet, batch), backend.run(batch)) <= 1e-3

@@ -167,3 +167,18 @@ class FakeMigraphx(types.ModuleType):
 
     def generate_argument(self, s: shape, seed: int = 0) -> argument:
         return argument(np.random.default_rng(seed).standard_normal(s.lens()).astype(np.float32))
+
+
+def real_migraphx():
+    """The real migraphx module, or skip the test: not loadable here, or the fake is what is installed."""
+    import pytest
+
+    from dlguide_core import migraphx_lib
+
+    try:
+        module, _found = migraphx_lib.load()
+    except migraphx_lib.MigraphxMissing as exc:
+        pytest.skip(f"real MIGraphX not loadable ({exc}); `make install` makes ../shared/migraphx importable")
+    if isinstance(module, FakeMigraphx):
+        pytest.skip("the fake migraphx is installed")
+    return module

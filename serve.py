@@ -177,6 +177,22 @@ def warm_app() -> None:
     say(f"app ready in {time.perf_counter() - start:.1f} s")
 
 
+def give_back_freed_memory() -> None:
+    """Return to the system what the warm-up allocated and freed (the booth times several backends and keeps one;
+    the losers' buffers stay in glibc's heaps until trimmed), so the server starts serving from its working
+    set. glibc only (malloc_trim); elsewhere nothing to do."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator returns memory its own way
+        return
+    if trim is not None:
+        trim(0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve dlguide (streamlit run app.py, routed by app.py only).",
                                      epilog="Other options go to `streamlit run` (see `streamlit run --help`).")
@@ -200,8 +216,10 @@ def main(argv: list[str] | None = None) -> None:
         pass
     elif settings.booth_mode():
         warm_booth()
+        give_back_freed_memory()
     else:
         warm_app()
+        give_back_freed_memory()
     from streamlit.web import cli
 
     cli.main(["run", str(APP), *streamlit_options], prog_name="streamlit")

@@ -76,9 +76,15 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
     """One session: uploads `files` one after another, each time waiting for its answer (result or error)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    page.set_default_timeout(600_000)
+    page.set_default_timeout(args.step_timeout_s * 1000)
     booth = args.booth
     step = "open"
+    seen: list[str] = []  # what the page said before a failure: crashes, errors, closed sockets
+    page.on("crash", lambda _: seen.append("page crashed"))
+    page.on("pageerror", lambda exc: seen.append(f"page error: {exc}"[:300]))
+    page.on("console", lambda msg: seen.append(f"console {msg.type}: {msg.text}"[:300]) if msg.type in (
+        "error", "warning") else None)
+    page.on("websocket", lambda ws: ws.on("close", lambda _: seen.append("websocket closed")))
     try:
         page.goto(url)  # booth mode serves the booth alone, at /
         if not booth and args.weights != "imagenet":
@@ -86,21 +92,23 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
             page.get_by_role("option", name="none (untrained, random init)").click()
         for i, path in enumerate(files):
             if booth:
+                # Each "Start over" re-keys the visitor's widgets (kiosk_<widget>_<nonce>, nonce i for the i-th
+                # photo): address the new ones by key, never a stale copy still on screen from the last run.
                 step = f"upload {i}: choose Upload"
-                page.get_by_text("Upload", exact=True).click()
+                page.locator(f".st-key-kiosk_source_{i}").get_by_text("Upload", exact=True).click()
                 step = f"upload {i}: send the file"
-                page.locator("input[type=file]").set_input_files(str(path))
+                page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
                 step = f"upload {i}: wait for the answer"
                 page.get_by_text("I think it's a").or_(page.get_by_text("too large")).first.wait_for()
                 step = f"upload {i}: start over"
-                page.get_by_role("button", name="Start over").click()
-                page.get_by_text("Show the camera something").wait_for()
+                page.locator(f".st-key-kiosk_restart_{i} button").click()
+                page.locator(f".st-key-kiosk_source_{i + 1}").wait_for()
             else:
                 page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
                 answers = page.locator('[data-testid="stPlotlyChart"], [data-testid="stAlertContentError"]')
                 answers.nth(i).wait_for()
     except Exception as exc:  # noqa: BLE001 - reported in the JSON, the other sessions go on
-        errors.append(f"{step}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        errors.append(f"{step}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}; the page said: {list(dict.fromkeys(seen))[-6:]}")
         page.screenshot(path=str(Path(tempfile.gettempdir()) / f"bench-memory-{threading.get_ident()}.png"))
     finally:
         context.close()
@@ -158,6 +166,8 @@ def main() -> None:
     parser.add_argument("--weights", default="none")
     parser.add_argument("--uploads", type=int, default=0, help="huge-PNG uploads in all (issue 18: 20)")
     parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--step-timeout-s", type=int, default=600, help="give up on a session's step after this")
+    parser.add_argument("--server-log", type=Path, help="write the server's output here")
     parser.add_argument("--booth", action="store_true", help="serve the booth (make kiosk) instead of the full app")
     parser.add_argument("--max-forwards", type=int, default=None,
                         help="the server's DLGUIDE_MAX_FORWARDS (default: inherited, else the app's default 1)")
@@ -171,8 +181,8 @@ def main() -> None:
         env["DLGUIDE_KIOSK"] = "1"
     if args.max_forwards is not None:
         env["DLGUIDE_MAX_FORWARDS"] = str(args.max_forwards)
-    server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=env)
+    log = open(args.server_log, "wb") if args.server_log else subprocess.DEVNULL  # noqa: SIM115 - closed at exit
+    server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         serve.wait_healthy(url, server, timeout=600)

@@ -39,22 +39,39 @@ if not loaded.trained:
     st.warning("Demo without trained weights: the ImageNet weights are not installed on this machine, "
                "so the model is untrained and its guesses are random.", icon=":material/warning:")
 
+# Every part of the screen that a timer redraws (the idle countdown, the attract view, the training ticker) sits
+# in a slot made here, at the same place in every run: a timer's rerun that lands just after "Start over" (a
+# fragment Streamlit still runs though this run no longer draws it) then writes into an empty slot instead of
+# past the end of a column, which Streamlit's browser side cannot draw and answers with a blank page.
 controls, stage = st.columns([2, 3], gap="large")
 with controls:
-    photo = visitor_photo()
+    photo_slot, restart_slot, countdown_slot = st.container(), st.container(), st.container()
 with stage:
-    visitor = classify_visitor(loaded, runner, *photo) if photo else None
-    if visitor is None:
+    answer_slot, attract_slot = st.container(), st.container()
+explained_slot, ticker_slot = st.container(), st.container()
+
+with photo_slot:
+    photo = visitor_photo()
+visitor = None
+if photo:
+    attract_slot.empty()  # at once, not when this run ends: the answer takes the attract view's place on screen
+    with answer_slot:
+        visitor = classify_visitor(loaded, runner, *photo)
+        if visitor is not None:
+            show_visitor(loaded, runner, visitor)
+if visitor is None:
+    with attract_slot:
         attract_view(attract_items(loaded, runner))
-    else:
-        show_visitor(loaded, runner, visitor)
 if photo is not None:
-    with controls:
+    with restart_slot:
         if st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:"):
             reset_visitor()
             st.rerun()
-        st.session_state["kiosk_last_active"] = time.monotonic()  # the countdown starts once the answer is shown
+    st.session_state["kiosk_last_active"] = time.monotonic()  # the countdown starts once the answer is shown
+    with countdown_slot:
         idle_watchdog(booth.idle_seconds())
 if visitor is not None:
-    how_it_works(loaded, visitor)
-training_ticker()
+    with explained_slot:
+        how_it_works(loaded, visitor)
+with ticker_slot:
+    training_ticker()

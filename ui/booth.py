@@ -105,10 +105,18 @@ def reset_visitor() -> None:
     st.session_state["kiosk_nonce"] = nonce() + 1  # new widget keys: the old uploader/camera are gone
 
 
+def has_photo() -> bool:
+    """Whether the visitor's current uploader or camera holds a photo (read from the session, so a timer's
+    rerun sees the screen as it is now, not as it was when the timer was set)."""
+    return any(st.session_state.get(f"kiosk_{widget}_{nonce()}") is not None for widget in ("upload", "camera"))
+
+
 @st.fragment(run_every=1.0)
 def idle_watchdog(idle_s: float) -> None:
     from dlguide_core import booth
 
+    if not has_photo():  # a late tick after "Start over": nothing left to clear, nothing to count down
+        return
     left = booth.seconds_left(st.session_state["kiosk_last_active"], time.monotonic(), idle_s)
     if left <= 0:
         reset_visitor()
@@ -122,7 +130,7 @@ def attract_view(items: list) -> None:
 
     @st.fragment(run_every=booth.ATTRACT_PERIOD_S)
     def view() -> None:
-        if not items:
+        if not items or st.session_state.get("kiosk_visitor") is not None:  # a late tick once a photo is shown
             return
         item = items[booth.attract_index(time.time(), len(items))]
         left, right = st.columns([1, 2])
@@ -163,19 +171,23 @@ def training_ticker() -> None:
     from dlguide_core.errors import StoreError
     from ui.cache import existing_job_store
 
+    # The same three slots in every run, jobs or not: the chart's timer always writes at one place.
+    heading, chooser, chart = st.container(), st.container(), st.container()
     store = existing_job_store()
     try:
         running = [j for j in store.list_jobs() if j.status == "running"] if store else []
     except StoreError:  # the store is away: the booth goes on without its ticker
         running = []
     if not running:
-        st.caption("No model is training right now.")
+        heading.caption("No model is training right now.")
         return
-    st.subheader("Meanwhile, a model is learning")
+    heading.subheader("Meanwhile, a model is learning")
     job = running[0]  # the newest
     if len(running) > 1:
-        job = st.selectbox("Which run to watch", running, key="kiosk_job", format_func=run_name)
-    loss_ticker(job.id, run_name(job))
+        with chooser:
+            job = st.selectbox("Which run to watch", running, key="kiosk_job", format_func=run_name)
+    with chart:
+        loss_ticker(job.id, run_name(job))
 
 
 def visitor_photo() -> tuple[str, bytes] | None:

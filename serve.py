@@ -83,17 +83,20 @@ def listen_address(options: list[str]) -> tuple[list[str], str]:
 
 def guard_hosts(hosts: list[str], address: str) -> None:
     """Put Starlette's TrustedHostMiddleware in front of Streamlit's own middleware: a request whose Host is
-    not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included.
+    not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included. Behind it,
+    ui.static_gzip sends Streamlit's scripts and styles compressed (Streamlit 1.67 sends them raw).
 
     Streamlit 1.67 builds its ASGI app in starlette_app.create_starlette_app from the module-level
     create_streamlit_middleware(); that is replaced here, before the server starts. Once the middleware is
     built (the config and secrets loaded), a network address without sign-in is warned about on stderr."""
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from streamlit import config, file_util
     from streamlit.web.server.starlette import starlette_app, starlette_server
 
     from dlguide_core.network import is_loopback
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
+    from ui.static_gzip import GzipStatic
 
     build = getattr(starlette_app, "create_streamlit_middleware", None)
     factory = getattr(starlette_app, "create_starlette_app", None)
@@ -108,7 +111,10 @@ def guard_hosts(hosts: list[str], address: str) -> None:
             say(f"WARNING: serving to a network ({address or 'every interface'}) with no sign-in: anyone who "
                 f"reaches it can use every page. Add an [auth] section to .streamlit/secrets.toml (README: "
                 f"Serving to a team).")
-        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *build()]
+        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False),
+                Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)
+                           base_url=config.get_option("server.baseUrlPath") or ""),
+                *build()]
 
     starlette_app.create_streamlit_middleware = guarded_middleware
 

@@ -108,7 +108,8 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
                 answers = page.locator('[data-testid="stPlotlyChart"], [data-testid="stAlertContentError"]')
                 answers.nth(i).wait_for()
     except Exception as exc:  # noqa: BLE001 - reported in the JSON, the other sessions go on
-        errors.append(f"{step}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}; the page said: {list(dict.fromkeys(seen))[-6:]}")
+        said = list(dict.fromkeys(seen))[-6:]
+        errors.append(f"{step}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}; the page said: {said}")
         page.screenshot(path=str(Path(tempfile.gettempdir()) / f"bench-memory-{threading.get_ident()}.png"))
     finally:
         context.close()

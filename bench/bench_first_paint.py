@@ -8,12 +8,17 @@ fresh headless Debian chromium context. It records, from the browser's navigatio
 - first content: the sidebar navigation and the page's title (h1) both on screen (target: 1 s);
 - uploader: Classify's file uploader on screen (target: 2 s);
 
-and the server's start-up (Popen to health check). Each mode runs quiet and with a CPU load (one busy process
-per core, started before the server and stopped after the visit). Modes: `warm` (serve.py as `make run` runs
-it), `no-warm` (serve.py --no-warm: the first visit imports torch and loads the model itself), and with
-`--before TREE`, `before`: the same visit against another checkout's serve.py (the code before issue 18.2):
+and the server's start-up (Popen to health check). The same two times are also given from the page's load
+event (`loadEventEnd`: the HTML and every script it names fetched and run), the other reading of "within 1 s of
+the page load". Each mode runs quiet and with a CPU load (one busy process per core, started before the server
+and stopped after the visit). Modes: `warm` (serve.py as `make run` runs it), `no-warm` (serve.py --no-warm: the
+first visit imports torch and loads the model itself), `bare` (the floor: a generated two-line Streamlit app with
+the same five page names, a title and an uploader, run by the same Streamlit, no dlguide code at all), and with
+`--before TREE`, `before`: the same visit against another checkout's serve.py (the code before issue 18.2).
+`--network lan` emulates a visitor on a network (Chromium's network emulation: 20 Mbit/s down, 10 up, 20 ms
+round trip) instead of loopback, where the size of what the page downloads shows:
 
-    .venv/bin/python bench/bench_first_paint.py --rounds 3 [--before /tmp/dlguide-before] [--json out.json]
+    .venv/bin/python bench/bench_first_paint.py --rounds 3 [--modes warm,bare] [--network lan] [--json out.json]
 """
 
 from __future__ import annotations
@@ -39,6 +44,26 @@ NAV = "[data-testid=stSidebarNav]"
 TITLE = "[data-testid=stMain] h1"
 UPLOADER = "[data-testid=stFileUploader]"
 BUSY = "while True: pass"
+NETWORKS = {"loopback": None,  # Chromium's Network.emulateNetworkConditions: latency ms, bytes/s down and up
+            "lan": {"offline": False, "latency": 20, "downloadThroughput": 20e6 / 8, "uploadThroughput": 10e6 / 8}}
+BARE_APP = """import streamlit as st
+
+st.set_page_config(page_title="bare", layout="wide")
+
+
+def classify():
+    st.title("Classify with Inception v3")
+    st.file_uploader("Images", key="bare_upload")
+
+
+def other():
+    st.title("Another page")
+
+
+names = ["Devices", "Train", "Booth", "Compiled inference"]
+st.navigation([st.Page(classify, title="Classify", url_path="classify", default=True),
+               *[st.Page(other, title=n, url_path=n.lower().replace(" ", "_")) for n in names]]).run()
+"""
 
 
 def load_bench_first_visit():
@@ -68,8 +93,16 @@ def cpu_load(enabled: bool):
 
 
 def start(tree: Path, port: int, options: tuple[str, ...], env: dict[str, str], log: Path) -> subprocess.Popen:
-    command = serve.command(port, *options) if tree == ROOT else \
-        [sys.executable, str(tree / "serve.py"), "--server.port", str(port), *options]
+    if options == ("bare",):  # the floor: Streamlit alone, same address and headless start as the app
+        app = log.with_name(f"bare-{port}.py")
+        app.write_text(BARE_APP)
+        command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
+                   "--server.address", "127.0.0.1", "--server.headless", "true",
+                   "--browser.gatherUsageStats", "false"]
+    elif tree == ROOT:
+        command = serve.command(port, *options)
+    else:
+        command = [sys.executable, str(tree / "serve.py"), "--server.port", str(port), *options]
     with open(log, "wb") as out:
         return subprocess.Popen(command, cwd=tree, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -82,7 +115,7 @@ def visible_at(page, selector: str, timeout_ms: float) -> float:
 
 
 def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str], workdir: Path,
-              loaded: bool) -> dict:
+              loaded: bool, network: dict | None) -> dict:
     port = FIRST_VISIT.free_port()
     log = workdir / f"server-{port}.log"
     with cpu_load(loaded):
@@ -92,8 +125,8 @@ def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str]
             url = f"http://127.0.0.1:{port}"
             serve.wait_healthy(url, proc, timeout=600, log_tail=lambda: log.read_text(errors="replace")[-2000:])
             healthy = time.monotonic() - began
-            first = visit(browser, url)
-            again = visit(browser, url)  # the floor: the same server, everything already loaded
+            first = visit(browser, url, network)
+            again = visit(browser, url, network)  # the same server, everything already loaded
         finally:
             proc.terminate()
             try:
@@ -104,18 +137,29 @@ def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str]
     return {"startup_s": round(healthy, 2), **first, **{f"again_{k}": v for k, v in again.items()}}
 
 
-def visit(browser, url: str) -> dict:
-    """One visitor in a fresh browser context: when the navigation, the title and the uploader appeared."""
+def visit(browser, url: str, network: dict | None = None) -> dict:
+    """One visitor in a fresh browser context (empty cache): when the navigation, the title and the uploader
+    appeared, from the navigation start and from the load event."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
+        if network:
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.send("Network.emulateNetworkConditions", network)
         page.goto(url, wait_until="commit")
         nav = visible_at(page, NAV, 300_000)
         title = visible_at(page, TITLE, 300_000)
         uploader = visible_at(page, UPLOADER, 300_000)
+        page.wait_for_function("performance.getEntriesByType('navigation')[0].loadEventEnd > 0")
+        loaded = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd") / 1000
+        fetched = page.evaluate("performance.getEntriesByType('resource').reduce((n, r) => n + r.transferSize, 0)")
     finally:
         context.close()
-    return {"nav_s": round(nav, 2), "first_content_s": round(max(nav, title), 2), "uploader_s": round(uploader, 2)}
+    first = max(nav, title)
+    return {"nav_s": round(nav, 2), "first_content_s": round(first, 2), "uploader_s": round(uploader, 2),
+            "load_event_s": round(loaded, 2), "first_content_after_load_s": round(first - loaded, 2),
+            "uploader_after_load_s": round(uploader - loaded, 2), "fetched_kib": round(fetched / 1024)}
 
 
 def summary(rows: list[dict]) -> dict:
@@ -126,13 +170,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="fresh servers per mode and load (default 3)")
     parser.add_argument("--before", type=Path, help="another checkout to measure the same way (mode 'before')")
-    parser.add_argument("--modes", default="warm,no-warm", help="comma-separated: warm, no-warm")
+    parser.add_argument("--modes", default="warm,no-warm", help="comma-separated: warm, no-warm, bare")
+    parser.add_argument("--network", choices=sorted(NETWORKS), default="loopback",
+                        help="lan: emulate a visitor on a 20 Mbit/s network with a 20 ms round trip")
     parser.add_argument("--json", type=Path, help="write every round's numbers here")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench still stops its servers and load
     from playwright.sync_api import sync_playwright
 
-    modes = [(name, ROOT, () if name == "warm" else ("--no-warm",)) for name in args.modes.split(",") if name]
+    options = {"warm": (), "no-warm": ("--no-warm",), "bare": ("bare",)}
+    modes = [(name, ROOT, options[name]) for name in args.modes.split(",") if name]
     if args.before:
         modes.append(("before", args.before.resolve(), ()))
     results: dict[str, dict[str, list[dict]]] = {}
@@ -142,13 +189,14 @@ def main() -> int:
         browser = FIRST_VISIT.launch_browser(pw)
         for round_no in range(args.rounds):  # interleaved: drift in the machine's load hits every mode alike
             for loaded in (False, True):
-                for name, tree, options in modes:
-                    row = one_round(browser, tree, options, env, workdir, loaded)
+                for name, tree, mode_options in modes:
+                    row = one_round(browser, tree, mode_options, env, workdir, loaded, NETWORKS[args.network])
                     results.setdefault(name, {}).setdefault("loaded" if loaded else "quiet", []).append(row)
                     print(f"round {round_no + 1} {name:<8} {'loaded' if loaded else 'quiet ':<6} {row}", flush=True)
         browser.close()
-    print("\nmedians (s): mode, load, start-up to health, then for the first visitor and a second one (again_):"
-          " navigation, first content (navigation + title), uploader")
+    print(f"\nmedians (s; network: {args.network}): mode, load, start-up to health, then for the first visitor and"
+          " a second one (again_): navigation, first content (navigation + title), uploader, the load event,"
+          " first content and uploader after the load event, KiB fetched")
     for name, by_load in results.items():
         for load, rows in by_load.items():
             print(f"  {name:<8} {load:<6} {summary(rows)}")

@@ -7,6 +7,7 @@ import http.client
 import os
 import socket
 import subprocess
+from pathlib import Path
 
 import psutil
 import pytest
@@ -106,3 +107,26 @@ def test_a_network_address_without_allowed_hosts_refuses_to_start(env, option) -
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "DLGUIDE_ALLOWED_HOSTS" in lines[0], result.stderr
+
+
+def test_streamlits_scripts_are_sent_compressed(default_server) -> None:
+    """Issue 18, the first visit on a network: the page's scripts come gzip-compressed (Streamlit 1.67 sends its
+    static files raw) and unpack to the files Streamlit serves; a client without gzip gets them as before."""
+    import gzip
+    import re
+
+    from streamlit import file_util
+
+    def get(path: str, **headers: str) -> http.client.HTTPResponse:
+        connection = http.client.HTTPConnection("127.0.0.1", default_server.port, timeout=30)
+        connection.request("GET", path, headers=headers)
+        return connection.getresponse()
+
+    script = re.search(r'src="\./(static/js/index\.[^"]+\.js)"', get("/").read().decode()).group(1)
+    on_disk = (Path(file_util.get_static_dir()) / script).read_bytes()
+    packed = get(f"/{script}", **{"Accept-Encoding": "gzip, deflate"})
+    assert packed.status == 200 and packed.getheader("Content-Encoding") == "gzip"
+    body = packed.read()
+    assert gzip.decompress(body) == on_disk and len(body) < len(on_disk) / 2
+    plain = get(f"/{script}")
+    assert plain.getheader("Content-Encoding") is None and plain.read() == on_disk

@@ -1,12 +1,12 @@
 """A place for a part of the page that a timer redraws (a `st.fragment(run_every=...)`), kept at the same place in
 every run.
 
-Streamlit may run such a fragment once more after a full run that no longer declared it (its timer fired while
-that run was under way), at the place the fragment had when it was declared. It keeps the fragment for that only
-when the full run ended early (st.stop(), as Classify does until an image is given; st.rerun()); otherwise it
-forgets it. If that place is gone from the page (the run stopped above it, or drew fewer elements before it),
-the browser cannot draw there and blanks the whole page ("Bad delta path index"); if it is another element's
-place, the fragment draws over that element.
+Streamlit may run such a fragment once more after a full run that no longer declared it (its timer fired just
+before that run's end reached the browser), as it was declared: at its old place. It forgets a fragment that a
+full run did not declare only when that run reaches its end; a run ended by st.stop() (Classify, until an image is
+given; the booth) keeps it. If the old place is gone from the page (the run stopped above it, or drew fewer
+elements before it), the browser cannot draw there and blanks the whole page ("Bad delta path index"); if it is
+another element's place, the fragment draws over that element until the next full run.
 
 A `TimerSlot` is an empty container made before anything a run may skip or stop at, so the place always exists;
 the run that declares a fragment in it `claim`s it, and the fragment draws only while it `holds` it: a late run

@@ -16,6 +16,7 @@ from ui.booth import hide_in_booth
 from ui.cache import get_backend
 from ui.evaluation import evaluation_form
 from ui.results import produced_by, show_result
+from ui.slots import timer_slot
 from ui.tensorflow import tf_classify_tab
 from ui.weights import require_model, weights_selectbox
 
@@ -36,6 +37,10 @@ with review_tab:
 with image_tab:
     weights = weights_selectbox("classify_weights")
     top_k = st.slider("Top-k", 1, 10, 5, key="classify_topk")
+    # A running evaluation job's progress (a 1 s timer redraws it) sits here, above everything that may stop the
+    # page: this page ends its runs with st.stop(), so Streamlit may run the timer once more after a run that no
+    # longer shows it, at its old place; that place must still be there (ui.slots).
+    evaluation_progress = timer_slot("classify_eval_progress")
     loaded = require_model(weights, "classify",
                            "Meanwhile, pick **none (untrained)** above to try the app; its predictions are noise.")
     # "Use the compiled path when the user asks for speed": the same top-k, through ONNX Runtime/MIGraphX.
@@ -55,7 +60,7 @@ with image_tab:
 
     with st.expander("Evaluate these weights on a dataset (top-1/top-5, confusion matrix, mistakes)"):
         if loaded.trained:
-            evaluation_form(weights, "classify_eval")
+            evaluation_form(weights, "classify_eval", progress=evaluation_progress)
         else:
             st.info("Untrained weights score chance: pick ImageNet or a checkpoint to evaluate.")
 

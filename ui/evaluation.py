@@ -31,11 +31,14 @@ from dlguide_core.jobs.evaluation_job import (
 from dlguide_core.jobs.store import ACTIVE, JobStore
 
 if TYPE_CHECKING:  # dlguide_core.evaluation imports torch: loaded when an evaluation runs
+    from streamlit.delta_generator import DeltaGenerator
+
     from dlguide_core.evaluation import EvaluationJson, MistakeJson
 from dlguide_core.vision.result_files import confusion_csv, evaluation_json
 from ui import charts
 from ui.auth import act_on_job, current_user
 from ui.cache import app_job_store, existing_job_store, get_model
+from ui.slots import TimerSlot, timer_slot
 
 
 def _unique(labels: list[str], classes: list[str]) -> list[str]:
@@ -122,29 +125,41 @@ def _splits(info: image_folders.DatasetInfo) -> list[str]:
     return [s for s in ("val", "test", "train") if (info.path / s).is_dir()]
 
 
-def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> None:
-    """Pick a dataset of the data roots, a split and a size, evaluate `weights` on it, show the result."""
-    found = [d for d in image_folders.find_datasets(settings.data_roots()) if d.kind == "imagefolder"]
-    if not found:
-        st.info("No class-folder dataset (split/<class>/images) in the data roots to evaluate on.")
-        return
-    paths = [str(d.path.resolve()) for d in found]
-    preferred = str(Path(prefer_data).resolve()) if prefer_data else None
-    c1, c2, c3 = st.columns([3, 1, 1])
-    info = c1.selectbox("Evaluate on", found, index=paths.index(preferred) if preferred in paths else 0,
-                        format_func=lambda d: f"{d.path.name} ({len(d.classes)} classes)", key=f"{key}_data")
-    split = c2.selectbox("Split", _splits(info) or ["val"], key=f"{key}_split")
-    limit = c3.number_input("Images (0 = all)", 0, 1_000_000, 0, step=100, key=f"{key}_limit")
-    if st.button("Evaluate", key=f"{key}_run", type="primary"):
+def evaluation_form(weights: str, key: str, prefer_data: str | None = None,
+                    progress: TimerSlot | None = None) -> None:
+    """Pick a dataset of the data roots, a split and a size, evaluate `weights` on it, show the result.
+
+    `progress`: where a running evaluation job's progress goes (a timer redraws it): a slot the page made at a
+    fixed place (ui.slots), or by default one made here, below the form. Every part sits in a slot made first,
+    so whatever a click adds (a bar, an error) never moves the progress."""
+    controls, feedback = st.container(), st.container()
+    progress = progress or timer_slot(f"{key}_progress")
+    shown = st.container()
+    with controls:
+        found = [d for d in image_folders.find_datasets(settings.data_roots()) if d.kind == "imagefolder"]
+        if not found:
+            st.info("No class-folder dataset (split/<class>/images) in the data roots to evaluate on.")
+            return
+        paths = [str(d.path.resolve()) for d in found]
+        preferred = str(Path(prefer_data).resolve()) if prefer_data else None
+        c1, c2, c3 = st.columns([3, 1, 1])
+        info = c1.selectbox("Evaluate on", found, index=paths.index(preferred) if preferred in paths else 0,
+                            format_func=lambda d: f"{d.path.name} ({len(d.classes)} classes)", key=f"{key}_data")
+        split = c2.selectbox("Split", _splits(info) or ["val"], key=f"{key}_split")
+        limit = c3.number_input("Images (0 = all)", 0, 1_000_000, 0, step=100, key=f"{key}_limit")
+        run = st.button("Evaluate", key=f"{key}_run", type="primary")
+    if run:
         st.session_state.pop(f"{key}_result", None)
         st.session_state.pop(f"{key}_evaluation_job", None)
-        if is_long(info.path, split, limit or None):
-            _submit(weights, info.path, split, limit or None, key)
-        else:
-            _evaluate_inline(weights, info.path, split, limit or None, key)
-    source, shown = st.session_state.get(f"{key}_result") or (None, None)
-    if shown is not None and source == weights:  # another model picked since: its result is not this one's
-        show_evaluation(shown, key)
+        with feedback:
+            if is_long(info.path, split, limit or None):
+                _submit(weights, info.path, split, limit or None, key)
+            else:
+                _evaluate_inline(weights, info.path, split, limit or None, key)
+    source, result = st.session_state.get(f"{key}_result") or (None, None)
+    if result is not None and source == weights:  # another model picked since: its result is not this one's
+        with shown:
+            show_evaluation(result, key)
         return
     source, job_id = st.session_state.get(f"{key}_evaluation_job") or (None, None)
     if source != weights:  # a new session (reload, another tab): the newest job of these weights, if any
@@ -152,7 +167,7 @@ def evaluation_form(weights: str, key: str, prefer_data: str | None = None) -> N
         job = latest_job(store, weights) if store else None
         job_id = job.id if job else None
     if job_id:
-        show_job(job_id, key)
+        show_job(job_id, key, progress, shown)
 
 
 def _store() -> JobStore:
@@ -184,24 +199,30 @@ def _submit(weights: str, data: Path, split: str, limit: int | None, key: str) -
         st.error(str(exc), icon=":material/block:")
 
 
-def show_job(job_id: str, key: str) -> None:
-    """An evaluation job: its progress while it runs, then the same views from its stored JSON."""
+def show_job(job_id: str, key: str, progress: TimerSlot, shown: DeltaGenerator) -> None:
+    """An evaluation job: its progress while it runs (in `progress`), then the same views from its stored JSON."""
     try:
         job = _store().get(job_id)
     except DlguideError:  # deleted since
         return
     if job.status in ACTIVE:
-        job_progress(job_id, key)
-    elif (result := stored_result(job_id)) is not None:
-        st.caption(f"Evaluation job {job_id} ({job.status}).")
-        show_evaluation(result, key)
-    else:
-        st.warning(f"Evaluation job {job_id} {job.status}" + (f": {job.error}" if job.error else "."),
-                   icon=":material/block:")
+        progress.claim(job_id)
+        with progress.container:
+            job_progress(job_id, key, progress)
+        return
+    with shown:
+        if (result := stored_result(job_id)) is not None:
+            st.caption(f"Evaluation job {job_id} ({job.status}).")
+            show_evaluation(result, key)
+        else:
+            st.warning(f"Evaluation job {job_id} {job.status}" + (f": {job.error}" if job.error else "."),
+                       icon=":material/block:")
 
 
 @st.fragment(run_every=1)
-def job_progress(job_id: str, key: str) -> None:
+def job_progress(job_id: str, key: str, slot: TimerSlot) -> None:
+    if not slot.holds(job_id):  # a late tick after a run that shows something else (other weights): nothing
+        return
     store = _store()
     try:
         job = store.get(job_id)  # marks a dead process interrupted

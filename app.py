@@ -25,23 +25,23 @@ PAGES = [
     st.Page("pages/compiled.py", title="Compiled inference", icon=":material/bolt:", url_path="compiled"),
 ]
 
+# Each branch ends the run normally, never with st.stop(): Streamlit forgets a timer fragment (st.fragment with
+# run_every) that a run no longer draws only when the run reaches its end, and a forgotten one's late tick is
+# dropped instead of drawn at its old place (which blanked the booth's page after "Start over"; ui/slots.py).
 if settings.booth_mode():
     # Booth mode routes the booth page alone (an allow-list: pages added later stay hidden too), and needs
     # no sign-in. st.navigation serves only the pages in its list, so /train or ?page=devices land here.
     PAGES = [st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
     st.navigation(PAGES, position="hidden").run()
-    st.stop()
-
-if auth.sign_in_configured() and not auth.signed_in():
+elif auth.sign_in_configured() and not auth.signed_in():
     # Anonymous: the sign-in page, and the booth (public, read-only) for whoever knows its address.
     sign_in = st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path="signin", default=True)
     st.navigation([sign_in, BOOTH], position="hidden").run()
-    st.stop()
+else:
+    page = st.navigation(PAGES)
+    auth.sidebar_identity()
+    from ui.cache import device_label  # torch: after the navigation is on screen
 
-page = st.navigation(PAGES)
-auth.sidebar_identity()
-from ui.cache import device_label  # noqa: E402 - torch: after the navigation is on screen
-
-with st.sidebar:
-    st.caption(f"Device: **{device_label()}**")
-page.run()
+    with st.sidebar:
+        st.caption(f"Device: **{device_label()}**")
+    page.run()

@@ -150,6 +150,15 @@ def test_no_page_or_helper_reruns_or_stops_while_imported_as_a_module():
         assert not {"rerun", "stop", "switch_page"} & set(names), f"{path.name} reruns/stops at import"
 
 
+def test_the_router_ends_every_run_normally():
+    # Issue 18: app.py once ended booth-mode and sign-in runs with st.stop(). Streamlit forgets the timer
+    # fragments a run did not draw only when the run reaches its end, so after "Start over" the booth's 1 s
+    # countdown still ran once at its old place and the browser blanked the page. The router never stops.
+    calls = [n for n in ast.walk(ast.parse((ROOT / "app.py").read_text())) if isinstance(n, ast.Call)]
+    stops = [f"app.py:{c.lineno}" for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "stop"]
+    assert not stops, f"app.py stops its runs: {stops}"
+
+
 def test_every_served_entry_goes_through_the_launcher():
     # `make run`, `make kiosk`, `make dev`, the Dockerfile and every test/bench server use serve.py, which
     # turns Streamlit's pages/-by-file-name routing off before the first session (issue 10).

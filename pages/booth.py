@@ -24,6 +24,7 @@ from ui.booth import (
     visitor_photo,
 )
 from ui.cache import attract_items, booth_runner, get_model
+from ui.slots import timer_slot
 
 st.html(CSS)
 st.session_state["kiosk_last_active"] = time.monotonic()  # every full run is a visitor's tap
@@ -39,37 +40,36 @@ if not loaded.trained:
     st.warning("Demo without trained weights: the ImageNet weights are not installed on this machine, "
                "so the model is untrained and its guesses are random.", icon=":material/warning:")
 
-# Every part of the screen that a timer redraws (the idle countdown, the attract view, the training ticker) sits
-# in a slot made here, at the same place in every run: a timer's rerun that lands just after "Start over" (a
-# fragment Streamlit still runs though this run no longer draws it) then writes into an empty slot instead of
-# past the end of a column, which Streamlit's browser side cannot draw and answers with a blank page.
+# Every part of the screen that a timer redraws (the idle countdown, the attract view, the training ticker) has a
+# slot made here, at the same place in every run (ui/slots.py): a late tick of a timer this run no longer draws
+# finds its place still there and draws nothing.
 controls, stage = st.columns([2, 3], gap="large")
 with controls:
-    photo_slot, restart_slot, countdown_slot = st.container(), st.container(), st.container()
+    photo_slot, restart_slot = st.container(), st.container()
+    countdown_slot = timer_slot("kiosk_countdown")
 with stage:
-    answer_slot, attract_slot = st.container(), st.container()
+    answer_slot = st.container()
+    attract_slot = timer_slot("kiosk_attract")
 explained_slot, ticker_slot = st.container(), st.container()
 
 with photo_slot:
     photo = visitor_photo()
 visitor = None
 if photo:
-    attract_slot.empty()  # at once, not when this run ends: the answer takes the attract view's place on screen
+    attract_slot.container.empty()  # at once, not when this run ends: the answer takes the attract view's place
     with answer_slot:
         visitor = classify_visitor(loaded, runner, *photo)
         if visitor is not None:
             show_visitor(loaded, runner, visitor)
 if visitor is None:
-    with attract_slot:
-        attract_view(attract_items(loaded, runner))
+    attract_view(attract_items(loaded, runner), attract_slot)
 if photo is not None:
     with restart_slot:
         if st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:"):
             reset_visitor()
             st.rerun()
     st.session_state["kiosk_last_active"] = time.monotonic()  # the countdown starts once the answer is shown
-    with countdown_slot:
-        idle_watchdog(booth.idle_seconds())
+    idle_watchdog(booth.idle_seconds(), countdown_slot)
 if visitor is not None:
     with explained_slot:
         how_it_works(loaded, visitor)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import streamlit as st
 from PIL import Image
 
+from ui.slots import TimerSlot, timer_slot
+
 if TYPE_CHECKING:
     from dlguide_core.booth import TimedPrediction
     from dlguide_core.vision.gradcam import GradCam
@@ -105,17 +107,18 @@ def reset_visitor() -> None:
     st.session_state["kiosk_nonce"] = nonce() + 1  # new widget keys: the old uploader/camera are gone
 
 
-def has_photo() -> bool:
-    """Whether the visitor's current uploader or camera holds a photo (read from the session, so a timer's
-    rerun sees the screen as it is now, not as it was when the timer was set)."""
-    return any(st.session_state.get(f"kiosk_{widget}_{nonce()}") is not None for widget in ("upload", "camera"))
+def idle_watchdog(idle_s: float, slot: TimerSlot) -> None:
+    """The idle countdown, redrawn every second in `slot` while this run shows the visitor's photo."""
+    slot.claim("countdown")
+    with slot.container:
+        _countdown(idle_s, slot)
 
 
 @st.fragment(run_every=1.0)
-def idle_watchdog(idle_s: float) -> None:
+def _countdown(idle_s: float, slot: TimerSlot) -> None:
     from dlguide_core import booth
 
-    if not has_photo():  # a late tick after "Start over": nothing left to clear, nothing to count down
+    if not slot.holds("countdown"):  # a late tick after "Start over": nothing left to clear or count down
         return
     left = booth.seconds_left(st.session_state["kiosk_last_active"], time.monotonic(), idle_s)
     if left <= 0:
@@ -124,13 +127,13 @@ def idle_watchdog(idle_s: float) -> None:
     st.caption(f":material/hourglass_top: This screen clears itself {left:.0f} s after your last tap.")
 
 
-def attract_view(items: list) -> None:
-    """The bundled samples in turn (every booth screen shows the same one at the same time)."""
+def attract_view(items: list, slot: TimerSlot) -> None:
+    """The bundled samples in turn, in `slot` (every booth screen shows the same one at the same time)."""
     from dlguide_core import booth
 
     @st.fragment(run_every=booth.ATTRACT_PERIOD_S)
     def view() -> None:
-        if not items or st.session_state.get("kiosk_visitor") is not None:  # a late tick once a photo is shown
+        if not items or not slot.holds("attract"):  # a late tick once a photo is shown
             return
         item = items[booth.attract_index(time.time(), len(items))]
         left, right = st.columns([1, 2])
@@ -139,7 +142,9 @@ def attract_view(items: list) -> None:
             st.markdown("### Show the camera something, or upload a photo!")
             st.markdown(bars_html(item.top), unsafe_allow_html=True)
 
-    view()
+    slot.claim("attract")
+    with slot.container:
+        view()
 
 
 def run_name(job) -> str:
@@ -148,11 +153,13 @@ def run_name(job) -> str:
 
 
 @st.fragment(run_every=2.0)
-def loss_ticker(job_id: str, name: str) -> None:
+def loss_ticker(job_id: str, name: str, slot: TimerSlot) -> None:
     from dlguide_core.errors import StoreError
     from ui.cache import existing_job_store
     from ui.charts import loss_figure
 
+    if not slot.holds(job_id):  # a late tick after the run it followed was no longer shown
+        return
     store = existing_job_store()
     try:
         steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
@@ -171,8 +178,8 @@ def training_ticker() -> None:
     from dlguide_core.errors import StoreError
     from ui.cache import existing_job_store
 
-    # The same three slots in every run, jobs or not: the chart's timer always writes at one place.
-    heading, chooser, chart = st.container(), st.container(), st.container()
+    # The same three places in every run, jobs or not: the chart's timer always writes at one place.
+    heading, chooser, chart = st.container(), st.container(), timer_slot("kiosk_ticker_chart")
     store = existing_job_store()
     try:
         running = [j for j in store.list_jobs() if j.status == "running"] if store else []
@@ -186,8 +193,9 @@ def training_ticker() -> None:
     if len(running) > 1:
         with chooser:
             job = st.selectbox("Which run to watch", running, key="kiosk_job", format_func=run_name)
-    with chart:
-        loss_ticker(job.id, run_name(job))
+    chart.claim(job.id)
+    with chart.container:
+        loss_ticker(job.id, run_name(job), chart)
 
 
 def visitor_photo() -> tuple[str, bytes] | None:

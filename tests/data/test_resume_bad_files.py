@@ -10,6 +10,7 @@ import time
 import pytest
 
 from dlguide_core.cli.main import main
+from dlguide_core.errors import StoreError
 from dlguide_core.jobs.store import JobStore
 from tests.support.toy_data import spoil, write_toy_dataset
 
@@ -17,9 +18,12 @@ from tests.support.toy_data import spoil, write_toy_dataset
 def cancel_after_first_checkpoint(stop: threading.Event) -> None:
     """Cancel the one job as soon as it has saved a checkpoint (as a visitor's Cancel button would). The run has
     200 epochs of 2 steps, so the cancel lands long before its end even on a loaded machine (3 epochs once did not)."""
-    store = JobStore()
+    store = JobStore()  # the test made the store: this is only a connection
     while not stop.is_set():
-        jobs = store.list_jobs(refresh=False)
+        try:
+            jobs = store.list_jobs(refresh=False)
+        except StoreError:  # busy for a moment on a loaded machine: look again
+            continue
         if jobs and jobs[0].checkpoint_step:
             store.request_cancel(jobs[0].id)
             return
@@ -29,6 +33,7 @@ def cancel_after_first_checkpoint(stop: threading.Event) -> None:
 @pytest.mark.slow
 def test_resume_on_a_dataset_with_bad_files_skips_and_counts_them(tmp_path, capsys):
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=4, val_per_class=1)
+    JobStore()  # made here first: the canceller's store once lost a race with the run creating it (locked 30 s)
     stop = threading.Event()
     canceller = threading.Thread(target=cancel_after_first_checkpoint, args=(stop,))
     canceller.start()

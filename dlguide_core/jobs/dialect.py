@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +31,13 @@ def upsert(table: str, columns: Sequence[str], key: Sequence[str], *, replace: b
             f"ON CONFLICT ({', '.join(key)}) " + (f"DO UPDATE SET {updates}" if replace else "DO NOTHING"))
 
 
+OPEN_WAIT_S = 30.0  # as long as the connection's own busy timeout
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class Sqlite:
     """One file in WAL mode; write transactions take the lock up front (BEGIN IMMEDIATE)."""
 
@@ -48,16 +56,32 @@ class Sqlite:
         if not exists:
             store_errors.check_folder(self.path.parent)
         self.read_only = exists and not store_errors.writable(self.path)
+        # Switching a file to WAL does not wait on SQLite's busy timeout: a second process (or thread) that opens
+        # a store another one is creating at that instant got "database is locked" at once (2 of 40 tries with
+        # three openers). It waits here instead, as long as any other lock would make it wait.
+        deadline = time.monotonic() + OPEN_WAIT_S
+        while True:
+            try:
+                return self._connect_in_wal()
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() > deadline:
+                    raise store_errors.from_sqlite(exc, self.path, "open") from None
+                time.sleep(0.02)
+            except sqlite3.DatabaseError as exc:
+                raise store_errors.from_sqlite(exc, self.path, "open") from None
+
+    def _connect_in_wal(self) -> sqlite3.Connection:
+        conn = self._connect()
         try:
-            conn = self._connect()
             conn.row_factory = sqlite3.Row
             if not self.read_only:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a corrupt file fails here
             return conn
-        except sqlite3.DatabaseError as exc:
-            raise store_errors.from_sqlite(exc, self.path, "open") from None
+        except BaseException:
+            conn.close()
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         def connect(target: str) -> sqlite3.Connection:

@@ -169,3 +169,31 @@ def test_the_booth_goes_on_without_its_ticker_when_the_store_is_unusable(isolate
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "No model is training right now." in [c.value for c in at.caption]
     assert at.title[0].value == "What does the AI see?"  # the booth itself is there
+
+
+def test_openers_of_a_new_store_at_the_same_instant_all_get_it(tmp_path: Path) -> None:
+    """Found by a CI run (issue 18, a store's first second): switching a new file to WAL does not wait on SQLite's
+    busy timeout, so a second opener of a store another one was creating failed at once with "stayed locked for
+    30 s" (2 of 40 tries with three openers). Each round: four threads open one brand-new store together."""
+    import threading
+
+    from dlguide_core.jobs.store import open_store
+
+    failures: list[str] = []
+    for attempt in range(60):
+        path = tmp_path / f"jobs-{attempt}.db"
+        barrier = threading.Barrier(4)
+
+        def open_it(path: Path = path, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            try:
+                open_store(path).list_jobs(refresh=False)
+            except StoreError as exc:
+                failures.append(str(exc))
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

@@ -218,13 +218,11 @@ def main(argv: list[str] | None = None) -> None:
     guard_hosts(hosts, address)
     from dlguide_core import settings
 
-    if ours.no_warm:
-        pass
-    elif settings.booth_mode():
-        warm_booth()
-        give_back_freed_memory()
-    else:
-        warm_app()
+    if not ours.no_warm:
+        if settings.booth_mode():
+            warm_booth()
+        else:
+            warm_app()
         give_back_freed_memory()
     from streamlit.web import cli
 

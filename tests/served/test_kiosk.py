@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
-import time
 from pathlib import Path
 
 import pytest
@@ -126,34 +124,11 @@ def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browse
     whole page ("Bad delta path index"): a white screen for the next visitor. On a busy server the tick reaches
     it while the tap's run is under way; here the socket holds the tap until the page's next tick, then lets the
     tap through and the tick a moment later, as a busy server would see them (at several delays)."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from tests.support.late_tick import LateTick
 
     page = browser_page
-    held: dict[str, object] = {"armed": False, "tap": None, "tick": None, "server": None}
     errors: list[str] = []
-
-    def fragment_of(message) -> str | None:
-        msg = BackMsg()
-        if not isinstance(message, bytes):
-            return None
-        msg.ParseFromString(message)
-        return msg.rerun_script.fragment_id if msg.WhichOneof("type") == "rerun_script" else None
-
-    def route(socket) -> None:
-        server = held["server"] = socket.connect_to_server()
-
-        def from_page(message) -> None:
-            fragment = fragment_of(message)
-            if held["armed"] and fragment == "" and held["tap"] is None:
-                held["tap"] = message  # the tap's full rerun: held…
-            elif held["armed"] and fragment and held["tap"] is not None and held["tick"] is None:
-                held["tick"] = message  # …until the countdown's next tick
-            else:
-                server.send(message)
-
-        socket.on_message(from_page)
-
-    page.route_web_socket(re.compile(r"/_stcore/stream"), route)
+    late = LateTick(page)
     page.on("pageerror", lambda exc: errors.append(str(exc)[:200]))
     page.goto(booth_url)
     page.get_by_text(ATTRACT).wait_for(timeout=120_000)
@@ -162,16 +137,9 @@ def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browse
         page.locator(f".st-key-kiosk_source_{visit}").get_by_text("Upload", exact=True).click()
         page.locator(f".st-key-kiosk_upload_{visit} input[type=file]").set_input_files(str(image))
         page.get_by_text("I think it's a").wait_for()
-        held.update(armed=True, tap=None, tick=None)
+        late.arm()
         page.locator(f".st-key-kiosk_restart_{visit} button").click()
-        deadline = time.monotonic() + 10
-        while held["tick"] is None and time.monotonic() < deadline:
-            page.wait_for_timeout(10)
-        assert held["tap"] is not None and held["tick"] is not None, "no countdown tick after the tap"
-        held["armed"] = False
-        held["server"].send(held["tap"])
-        page.wait_for_timeout(delay_ms)
-        held["server"].send(held["tick"])
+        late.release(delay_ms)
         page.wait_for_timeout(1500)  # the tap's runs, then the late tick's
         assert errors == [], f"the page broke after Start over (tick {delay_ms} ms after the tap): {errors}"
         page.locator(f".st-key-kiosk_source_{visit + 1}").wait_for()

@@ -116,10 +116,15 @@ class JobStore(MetricTables):
                               "WHERE status = 'running'"):
             # A pid is checked only where it was taken (host, boot, PID namespace); a scheduler's job before its
             # process recorded where it runs is the scheduler's to judge (jobs.executors.tracking).
-            if not liveness.can_judge(row["host"], row["boot_id"]) or (
-                    row["host"] is None and (row["executor"] or "local") != "local"):
+            local = (row["executor"] or "local") == "local"
+            if row["host"] is None and not local:
                 continue
-            reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
+            if liveness.can_judge(row["host"], row["boot_id"]):
+                reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
+            elif local:  # not visible from here: ended only once it has been quiet for the bounded wait
+                reason = liveness.unseen_reason(row["host"], row["boot_id"], job_dir(row["id"]), row["started"])
+            else:
+                continue
             if reason and self._set_status(row["id"], "interrupted", reason, only_if="running"):
                 gone.append(row["id"])
         return gone

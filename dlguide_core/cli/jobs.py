@@ -6,9 +6,11 @@ import argparse
 import json
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from dlguide_core.cli.common import TerminalSafe
 from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
 from dlguide_core.jobs import foreground, liveness, queue
@@ -81,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
               "delete": _delete, "logs": _logs}[args.action]
     if args.action in ("list", "show", "cancel", "resume"):
         _sync(store, args)
+    if args.action in ("list", "show") and not args.json:  # names and errors are anyone's text: no ESC codes
+        with redirect_stdout(TerminalSafe(sys.stdout)), redirect_stderr(TerminalSafe(sys.stderr)):
+            return action(store, args)
     return action(store, args)
 
 

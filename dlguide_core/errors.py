@@ -46,3 +46,8 @@ class DistributedError(DlguideError):
 
 class StoreError(DlguideError):
     """The job store cannot be used as asked: unreachable, read-only, full, corrupt, or at another schema version."""
+
+
+class UsageError(DlguideError):
+    """A request that cannot work as given (a bad address, a setting out of range): refused before any work starts,
+    exit 2 like argparse's own usage errors."""

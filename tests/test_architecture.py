@@ -590,3 +590,43 @@ def test_the_booth_page_keeps_its_kiosk_address():
     for page in pages:
         url = {k.arg: k.value for k in page.keywords}.get("url_path")
         assert isinstance(url, ast.Constant) and url.value == "kiosk", ast.unparse(page)
+
+
+# --- Issue 33 (N6): a run's name is anyone's text. Streamlit renders Markdown (links, remote images, :red[...]) in
+# markdown/write/caption/titles/alerts/toasts, so a name never goes into one: it is shown with st.text, st.code,
+# a table cell, a widget label, or escaped HTML (st.html(html.escape(...))). Spotted: `<something job>.name`,
+# `run_name(...)`, or a variable called `name`/`run_name` inside such a call's arguments.
+NAME_RULE_EXEMPT = {"pages/devices.py"}  # its `name`s are MIGraphX's own target names (gpu, cpu, ref), not people's
+MARKDOWN_CALLS = {"markdown", "write", "caption", "title", "header", "subheader", "info", "success", "warning",
+                  "error", "toast"}
+
+
+def _names_in_markdown(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in MARKDOWN_CALLS):
+            continue
+        for node in ast.walk(ast.Module(body=[ast.Expr(a) for a in [*call.args, *(k.value for k in call.keywords)]],
+                                        type_ignores=[])):
+            job_name = (isinstance(node, ast.Attribute) and node.attr == "name"
+                        and "job" in ast.unparse(node.value).lower())
+            named = isinstance(node, ast.Name) and node.id in ("name", "run_name")
+            called = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_name"
+            if job_name or named or called:
+                found.append((call.lineno, ast.unparse(call)[:80]))
+                break
+    return found
+
+
+def test_run_names_are_never_rendered_as_markdown():
+    offenders = [f"{path.relative_to(ROOT)}:{line} {text}" for path in [*PAGES, *UI]
+                 if str(path.relative_to(ROOT)) not in NAME_RULE_EXEMPT
+                 for line, text in _names_in_markdown(ast.parse(path.read_text()))]
+    assert not offenders, "a run's name reaches Markdown (show it as text):\n" + "\n".join(offenders)
+
+
+def test_the_run_name_rule_sees_a_name_in_markdown():
+    tree = ast.parse('st.markdown(f"**{job.name}**")\nst.caption(run_name(j))\nst.text(job.name)\n'
+                     'st.success(f"{name} saved")\nst.html(html.escape(job.name))\n')
+    assert [line for line, _ in _names_in_markdown(tree)] == [1, 2, 4]

@@ -32,11 +32,13 @@ def signed_in() -> bool:
 
 
 def current_user() -> str | None:
-    """Who is signed in, as job owners are recorded: the email claim, else the subject; None when signed out."""
+    """Who is signed in, as job owners are recorded (jobs.identity): `oidc:EMAIL` for a verified email, else
+    `oidc:ISSUER#SUBJECT`; None when signed out."""
+    from dlguide_core.jobs.identity import oidc_identity
+
     if not signed_in():
         return None
-    user = st.user.get("email") or st.user.get("sub")
-    return str(user) if user else None
+    return oidc_identity(st.user.to_dict())
 
 
 def providers() -> list[str | None]:
@@ -63,7 +65,8 @@ def sidebar_identity() -> None:
     user = current_user()
     if user is None:
         return
-    st.sidebar.caption(f"Signed in as **{user}**")
+    shown = user.replace("`", "'")  # an identity is the provider's text: shown as code, never Markdown
+    st.sidebar.caption(f"Signed in as `{shown}`")
     st.sidebar.button("Log out", key="auth_log_out", icon=":material/logout:", on_click=st.logout)
 
 

@@ -165,7 +165,8 @@ def loss_ticker(job_id: str, name: str, slot: TimerSlot) -> None:
         steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
     except StoreError:  # the store is away: the booth goes on without its ticker
         steps = {"step": [], "loss": []}
-    st.markdown(f"**{html.escape(name)}**: how wrong the model still is (its training loss: lower is better)")
+    # A run's name is anyone's text: shown as text (escaped HTML, no Markdown: no links, images or colours)
+    st.html(f"<p><b>{html.escape(name)}</b>: how wrong the model still is (its training loss: lower is better)</p>")
     if not steps["step"]:
         st.caption("Waiting for the first training step…")
         return

@@ -93,7 +93,7 @@ def dataset_browser(info: image_folders.DatasetInfo) -> None:
     for class_id, images in list(samples.items())[:10]:
         if images:
             name = names.get(class_id, class_id)
-            st.caption(f"**{name}**", help=f"class id: {class_id}")
+            st.text(name, help=f"class id: {class_id}")  # a folder's name: text, never Markdown
             st.image(images, caption=[name] * len(images), width=96)
 
 

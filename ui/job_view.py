@@ -109,8 +109,11 @@ def _name_editor(store: JobStore, job: Job) -> None:
                             max_chars=200)
     if save.button("Save", key=f"train_rename_{job.id}"):
         new_tags = list(dict.fromkeys(t.strip() for t in tags.split(",") if t.strip()))
-        store.rename(job.id, name.strip() or None, new_tags)
-        st.session_state["train_notice"] = f"Saved the name and tags of {job.id}."
+        try:  # the owner's (or an admin's) action, audited like delete (ui.auth)
+            act_on_job(job, "rename", lambda: store.rename(job.id, name.strip() or None, new_tags))
+            st.session_state["train_notice"] = f"Saved the name and tags of {job.id}."
+        except DlguideError as exc:
+            st.session_state["train_refusal"] = str(exc)
         st.rerun()
 
 

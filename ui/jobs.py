@@ -99,6 +99,8 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
 
 def _panel(store: JobStore) -> tuple[bool, tuple]:
     jobs = store.list_jobs()  # marks dead processes interrupted
+    for line in store.unreadable_jobs():  # a damaged row is named, and the others still listed
+        st.warning(line, icon=":material/warning:")
     report, _ = app_scheduler_watcher().latest()  # Slurm/Ray, synced in the background (never waited on here)
     scheduler_banner(report)
     if any(j.status == "queued" for j in jobs):

@@ -21,6 +21,25 @@ from dlguide_core.training.fields import spec_of
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS = 0, 1, 2, 3
 
 
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but newline and tab shown as '?': a name from a dataset folder, a job
+    or an error cannot move the cursor, recolour or retitle the reader's terminal (ESC sequences)."""
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
+class TerminalSafe:
+    """A stdout stand-in that writes through `terminal_safe` (for the text of `jobs show` and `jobs list`)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(terminal_safe(text))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1 (argparse turns the error into exit code 2)."""
     try:

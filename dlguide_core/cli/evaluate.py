@@ -94,6 +94,10 @@ def _detach(args: argparse.Namespace) -> int:
     pretrained = named is not None and named[1] == IMAGENET
     weights = args.weights if pretrained else str(Path(args.weights).expanduser().resolve())
     try:  # paths made absolute: the job process runs elsewhere
+        if named is None:  # a checkpoint file: missing or foreign is refused now, not in the job
+            from dlguide_core.vision.checkpoints import load_checkpoint
+
+            load_checkpoint(weights)
         cfg = EvaluateConfig(weights=weights, data=str(Path(args.data).resolve()), split=args.split,
                              batch_size=args.batch_size, limit=args.limit, device=args.device or "auto")
         job = queue.submit(open_store(), EVALUATE_RECIPE, cfg)

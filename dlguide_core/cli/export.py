@@ -28,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dlguide_core.cli.common import EXIT_USAGE
-    from dlguide_core.inference.export import export_onnx
+    from dlguide_core.inference.export import check_opset, export_onnx
 
+    check_opset(args.exporter, args.opset)  # before loading any weights: OpsetError, exit 2
     if Path(args.out).is_dir():  # before loading any weights: a usage error, in one line
         print(f"error: --out {args.out} is a directory; name the .onnx file to write", file=sys.stderr)
         return EXIT_USAGE

@@ -6,19 +6,21 @@ import argparse
 import json
 import sys
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from dlguide_core.cli.common import TerminalSafe
 from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
-from dlguide_core.jobs import foreground, queue
+from dlguide_core.jobs import foreground, liveness, queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
 from dlguide_core.jobs.ownership import audit, authorize, cli_actor
-from dlguide_core.jobs.store import Job, JobStore, open_store
+from dlguide_core.jobs.store import ACTIVE, Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
 from dlguide_core.training.diagnostics import training_warnings
 
@@ -81,14 +83,23 @@ def run(args: argparse.Namespace) -> int:
               "delete": _delete, "logs": _logs}[args.action]
     if args.action in ("list", "show", "cancel", "resume"):
         _sync(store, args)
+    if args.action in ("list", "show") and not args.json:  # names and errors are anyone's text: no ESC codes
+        with redirect_stdout(TerminalSafe(sys.stdout)), redirect_stderr(TerminalSafe(sys.stderr)):
+            return action(store, args)
     return action(store, args)
 
 
 def _sync(store: JobStore, args: argparse.Namespace) -> None:
     """Fold the schedulers' view into the store first (a Slurm job killed at its time limit, say)."""
     jobs = [store.get(args.id)] if getattr(args, "id", None) else None
-    for message in tracking.sync(store, jobs).not_answering.values():
+    args.unknown_here = tracking.sync(store, jobs).not_answering  # executor -> why its jobs are unknown here
+    for message in args.unknown_here.values():
         print(f"warning: {message}; its jobs show their last known state", file=sys.stderr)
+
+
+def _unknown_here(args: argparse.Namespace, job: Job) -> str | None:
+    """Why an active scheduler job's state is unknown from this host (its scheduler cannot be asked), or None."""
+    return getattr(args, "unknown_here", {}).get(tracking.executor_of(job)) if job.status in ACTIVE else None
 
 
 def _logs(store: JobStore, args: argparse.Namespace) -> int:
@@ -97,6 +108,8 @@ def _logs(store: JobStore, args: argparse.Namespace) -> int:
 
 def _list(store: JobStore, args: argparse.Namespace) -> int:
     all_jobs = store.list_jobs()
+    for line in store.unreadable_jobs():  # listed without them, each named in one line
+        print(f"warning: {line}", file=sys.stderr)
     # A slot freed by a dead job starts the next queued one. Beside jobs still running, that needs the GPU
     # count, which imports torch (~10 s per poll): left to DLGUIDE_MAX_JOBS, else to the runners' own dispatch.
     queue.dispatch(store, lambda: queue.max_jobs_setting() or 0)
@@ -108,13 +121,15 @@ def _list(store: JobStore, args: argparse.Namespace) -> int:
         progress = f"step {row.step or 0}/{row.total_steps or '?'}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created))
         print(f"{job.id}  {job.recipe:<14} {job.status:<11} {progress:<18} {when}"
-              + (f"  {job.error}" if job.error else ""))
+              + (f"  {job.error}" if job.error else "") + ("  (unknown here)" if _unknown_here(args, job) else ""))
     return 0
 
 
 def _show(store: JobStore, args: argparse.Namespace) -> int:
     job = store.get(args.id)
     data = job_json(store, job)
+    if unknown := _unknown_here(args, job):
+        data["scheduler"] = {"state": "unknown here", "reason": unknown}
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return 0
@@ -122,7 +137,11 @@ def _show(store: JobStore, args: argparse.Namespace) -> int:
     print(f"  pid {job.pid}  checkpoint {job.checkpoint or '-'}"
           + (f"  on {job.executor} as {job.external_id}" if job.executor != DEFAULT else ""))
     if job.status in ("queued", "running") and data["scheduler"] and data["scheduler"]["reason"]:
-        print(f"  {data['scheduler']['reason']}")
+        print(f"  {'unknown here: ' if unknown else ''}{data['scheduler']['reason']}")
+    if job.status == "running" and job.executor == DEFAULT and not liveness.can_judge(job.host, job.boot_id):
+        quiet = time.time() - liveness.last_sign_of_life(job.job_dir, job.started)
+        print(f"  its process is not visible from here ({liveness.where_unseen(job.host, job.boot_id)}); "
+              f"last sign of life {quiet:.0f} s ago")
     if data["last_step"]:
         last = data["last_step"]
         loss = "NaN" if last["loss"] is None else f"{last['loss']:.4f}"  # the store keeps a NaN loss as NULL
@@ -186,7 +205,7 @@ def _export(store: JobStore, args: argparse.Namespace) -> int:
 
 
 def _delete(store: JobStore, args: argparse.Namespace) -> int:
-    authorize(owned := store.get(args.id), actor := cli_actor(), "delete")
+    authorize(owned := store.get(args.id, lenient=True), actor := cli_actor(), "delete")  # a damaged row too
     store.delete(args.id)
     audit(owned, actor, "delete")
     print(f"job {args.id} deleted")

@@ -19,7 +19,14 @@ import sys
 
 from dlguide_core import __version__
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
-from dlguide_core.errors import CheckpointError, DlguideError, PathNotAllowed, StoreError, WeightsUnavailable
+from dlguide_core.errors import (
+    CheckpointError,
+    DlguideError,
+    PathNotAllowed,
+    StoreError,
+    UsageError,
+    WeightsUnavailable,
+)
 
 EXIT_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose reader closed the pipe
 USAGE_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EACCES}
@@ -43,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except WeightsUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WEIGHTS
-    except (CheckpointError, PathNotAllowed, StoreError) as exc:
+    except (CheckpointError, PathNotAllowed, StoreError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except DlguideError as exc:

@@ -71,6 +71,9 @@ def build_config(args: argparse.Namespace) -> Any:
     overrides["data"] = str(dataset_path(args.data)) if args.data else ""
     if args.weights not in (None, "imagenet", "none") and args.weights.strip():  # blank: the config refuses it
         overrides["weights"] = str(Path(args.weights).expanduser().resolve())
+        from dlguide_core.vision.checkpoints import load_checkpoint
+
+        load_checkpoint(overrides["weights"])  # refused now (CheckpointError, exit 2), not in the job
     recipe = get_recipe(args.recipe)
     cfg = recipe.make_config(**overrides)
     if recipe.framework == "pytorch" and args.executor == "local":  # a cluster's nodes have their own devices
@@ -89,6 +92,9 @@ def join_run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     data = str(dataset_path(args.data))
+    if (problem := launch.endpoint_unresolved(spec.rdzv_endpoint)) is not None:  # torchrun would print a traceback
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     print(f"joining the run at {spec.rdzv_endpoint} as node {spec.node_rank}", file=sys.stderr)
     return EXIT_OK if foreground.join(launch.torchrun_command(spec, data=data)) == 0 else EXIT_FAILED
 

@@ -17,7 +17,7 @@ from torch.utils.data import Dataset
 
 from dlguide_core import settings
 from dlguide_core.data.cifar10 import CIFAR10_CLASSES, CIFAR10_FOLDER, open_cifar10
-from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, scan
+from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, class_folders, scan
 from dlguide_core.errors import DatasetError
 from dlguide_core.vision import architectures, presets
 
@@ -58,7 +58,7 @@ def _image_files(folder: Path) -> list[Path]:
 
 
 def _class_dirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return class_folders(folder)  # a class folder linking outside the dataset and the data roots is left out
 
 
 def _val_dir(root: Path) -> Path | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from torchvision.datasets import ImageFolder
 
+from dlguide_core import settings
 from dlguide_core.errors import DatasetError, ImageError
 from dlguide_core.vision.images import image_file_problem, load_image
 
@@ -59,6 +60,24 @@ def check_fraction(split: str, total: int, bad: list[str]) -> SkippedFiles:
     return SkippedFiles(len(bad), tuple(bad[:MAX_EXAMPLES]))
 
 
+def class_folders(directory: Path, say: Any = None) -> list[Path]:
+    """The class folders of a split, sorted: hidden ones left out, and so is a folder that links outside both the
+    split and the data roots (`settings.inside`; `say(line)` names each one left out)."""
+    split = directory.resolve()
+    allowed = [split, *settings.data_roots()]
+    found = []
+    for entry in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if any(settings.inside(entry, base) for base in allowed):
+            found.append(entry)
+        elif say is not None:
+            say(f"skipped class folder {entry.name}: it links outside the dataset and the data roots")
+    return found
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def safe_loader(path: str) -> Any:
     """ImageFolder's loader, the uploads' way: an RGB PIL image, or ImageError."""
     return load_image(path)
@@ -72,6 +91,20 @@ class SafeImageFolder(ImageFolder):
     def __init__(self, root: str, **kwargs: Any) -> None:
         super().__init__(root, loader=safe_loader, **kwargs)
         self._drop_unreadable()
+
+    def find_classes(self, directory: str) -> tuple[list[str], dict[str, int]]:
+        """torchvision's, without class folders that link outside the dataset and the data roots."""
+        classes = [folder.name for folder in class_folders(Path(directory), say=_warn)]
+        if not classes:
+            raise DatasetError(f"{directory} holds no class folders")
+        return classes, {name: i for i, name in enumerate(classes)}
+
+    def make_dataset(self, directory: Any, class_to_idx: Any, extensions: Any = None, is_valid_file: Any = None,
+                     allow_empty: bool = False) -> Any:
+        try:
+            return super().make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty=allow_empty)
+        except FileNotFoundError as exc:  # torchvision's "Found no valid file for the classes ...": one line
+            raise DatasetError(f"{directory}: {str(exc).splitlines()[0]}") from None
 
     def _drop_unreadable(self) -> None:
         good, bad = scan(path for path, _ in self.samples)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from dlguide_core import settings
-from dlguide_core.errors import DlguideError, error_summary
+from dlguide_core.errors import DlguideError, UsageError, error_summary
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import EvalPreset
 
@@ -75,11 +76,36 @@ def export_cache_path(loaded: LoadedModel, exporter: str = "dynamo", opset: int 
     return settings.home() / "exports" / f"{loaded.arch}-{loaded.fingerprint}{options}.onnx"
 
 
+class OpsetError(ExportError, UsageError):
+    """An opset the chosen exporter cannot write (it would silently write another): a usage error, exit 2."""
+
+
+def opset_range(exporter: str) -> tuple[int, int]:
+    """The opsets `exporter` writes as asked: dynamo 18 up to torch's newest (below 18 it silently wrote 18),
+    torchscript from torch's oldest to its own newest."""
+    from torch.onnx import _constants
+
+    if exporter == "dynamo":
+        return 18, int(_constants.ONNX_MAX_OPSET)
+    return int(_constants.ONNX_MIN_OPSET), int(getattr(_constants, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20))
+
+
+def check_opset(exporter: str, opset: int | None) -> None:
+    """OpsetError (one line) unless `opset` is None (the exporter's default) or one it supports."""
+    if opset is None:
+        return
+    low, high = opset_range(exporter)
+    if not low <= opset <= high:
+        raise OpsetError(f"--opset {opset} is not supported by the {exporter} exporter: use {low} to {high} "
+                         "(or leave it out for the exporter's default)")
+
+
 def export_onnx(loaded: LoadedModel, out: str | Path | None = None, *, exporter: str = "dynamo",
                 opset: int | None = None, force: bool = False) -> OnnxExport:
     """Export `loaded` (or reuse the cached file for its weights and options); copy it to `out` when given."""
     if exporter not in EXPORTERS:
         raise ValueError(f"exporter must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
+    check_opset(exporter, opset)
     if out is not None and Path(out).is_dir():
         raise ExportError(f"--out {out} is a directory; name the .onnx file to write")
     cache = export_cache_path(loaded, exporter, opset)
@@ -131,7 +157,9 @@ def _export_in_child(loaded: LoadedModel, cache: Path, exporter: str, opset: int
     job = {"arch": loaded.arch, "arch_kwargs": dict(loaded.arch_kwargs), "model": state,
            "crop": int(loaded.preset.crop), "exporter": exporter, "opset": opset, "out": str(cache),
            "metadata": _metadata(loaded, exporter)}
-    fd, job_name = tempfile.mkstemp(prefix=cache.name + ".", suffix=".job", dir=cache.parent)
+    remove_stale_temporaries(cache.parent)
+    # The owner's pid in the name: a parent killed before its `finally` leaves a file the next export removes.
+    fd, job_name = tempfile.mkstemp(prefix=f"{cache.name}.{_owner_tag()}.", suffix=JOB_SUFFIX, dir=cache.parent)
     os.close(fd)
     try:
         torch.save(job, job_name)
@@ -147,11 +175,55 @@ def _export_in_child(loaded: LoadedModel, cache: Path, exporter: str, opset: int
         raise ExportError(_child_failure(done.returncode, done.stderr, exporter))
 
 
+JOB_SUFFIX = ".job"  # the weights handed to the export child (~100 MB for Inception v3)
+_OWNER = re.compile(r"\.pid(\d+)@([^.]+)\.")  # the owning process and its host, in a temporary's name
+
+
+def _owner_tag() -> str:
+    import socket
+
+    return f"pid{os.getpid()}@{socket.gethostname().split('.')[0]}"
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the export temporaries (job files, unfinished ONNX files) in `folder` whose owning process on this
+    host is gone (its parent killed before its `finally`); returns them. Another host's (a shared DLGUIDE_HOME),
+    or one named by an older dlguide, counts as stale only after EXPORT_TIMEOUT_S."""
+    import socket
+
+    here = socket.gethostname().split(".")[0]
+    removed = []
+    for path in [*folder.glob(f"*{JOB_SUFFIX}"), *folder.glob("*.onnx.*.tmp")]:
+        owner = _OWNER.search(path.name)
+        try:
+            if owner and owner.group(2) == here:
+                stale = not _alive(int(owner.group(1)))
+            else:
+                stale = time.time() - path.stat().st_mtime > EXPORT_TIMEOUT_S
+            if stale:
+                path.unlink()
+                removed.append(path)
+        except OSError:  # removed meanwhile by another process
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
 def _child_env() -> dict[str, str]:
     # The child imports dlguide_core from where this process did, whatever its working directory.
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else ""),
+            "DLGUIDE_EXPORT_PARENT": str(os.getpid())}  # export_child dies with us (its PARENT_ENV)
 
 
 def _child_failure(returncode: int, stderr: str, exporter: str) -> str:
@@ -186,7 +258,7 @@ def write_checked(proto: Any, path: Path, metadata: dict[str, str]) -> None:
 
     onnx.helper.set_model_props(proto, metadata)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.{_owner_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         onnx.save(proto, tmp_name)

@@ -70,8 +70,28 @@ def _export_torchscript(model: torch.nn.Module, example: torch.Tensor, opset: in
 
 def run_job(job_path: Path) -> None:
     job = torch.load(job_path, map_location="cpu", weights_only=True)
+    job_path.unlink(missing_ok=True)  # ~100 MB of weights: gone as soon as read, whatever happens to the parent
     proto = trace_to_onnx(rebuild_model(job), int(job["crop"]), job["exporter"], job["opset"])
     write_checked(proto, Path(job["out"]), dict(job["metadata"]))
+
+
+PARENT_ENV = "DLGUIDE_EXPORT_PARENT"  # the pid of the process that started this one (export._child_env)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM when the process that asked for the export dies (its result would go unread), and exit now
+    if it died already. Elsewhere nothing: the next export removes what is left (export.remove_stale_temporaries)."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit() and os.getppid() != int(parent):  # it died before the line above
+        raise SystemExit(1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m dlguide_core.inference.export_child JOB.pt", file=sys.stderr)
         return 2
+    _die_with_parent()
     try:
         run_job(Path(args[0]))
     except DlguideError as exc:

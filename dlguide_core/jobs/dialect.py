@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from dlguide_core.errors import StoreError, first_line
 from dlguide_core.jobs import store_errors
-from dlguide_core.jobs.store_url import StoreUrl, mask
+from dlguide_core.jobs.store_url import StoreUrl
 
 CLAIM_LOCK = 0x646C6775  # PostgreSQL advisory lock id of the queue's claims ("dlgu")
 CONNECT_TIMEOUT_S = 5
@@ -198,9 +198,7 @@ class Postgres:
         return self.conn
 
     def unavailable(self, exc: BaseException) -> StoreError:
-        text = mask(str(exc))  # passwords hidden before the line is cut (a cut one would no longer match)
-        if self.url.password:
-            text = text.replace(self.url.password, "***")
+        text = self.url.hide_secrets(str(exc))  # hidden before the line is cut (a cut one would no longer match)
         detail = first_line(text) or type(exc).__name__
         return StoreError(f"the job store at {self.url.masked} is unreachable ({detail}); "
                           "start the server or fix DLGUIDE_STORE_URL")

@@ -14,6 +14,7 @@ from typing import Any
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
+from dlguide_core.jobs.identity import qualified
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
 ACTIVE = ("queued", "running")
@@ -32,6 +33,11 @@ def log_path(job_id: str) -> Path:
 
 class JobError(DlguideError):
     """An unknown job, or an action its status does not allow."""
+
+
+class UnreadableJob(JobError):
+    """A `jobs` row that cannot be read (a column that should hold JSON does not): named in one line, never a
+    traceback, and never a reason to hide the other jobs."""
 
 
 @dataclass(frozen=True)
@@ -105,15 +111,36 @@ class JobSummary:
 
 def devices_of(config: str | dict[str, Any] | None) -> int:
     """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
-    data = json.loads(config) if isinstance(config, str) else (config or {})
     try:
+        data = json.loads(config) if isinstance(config, str) else (config or {})
         return max(int(data.get("nproc_per_node", 1)), 1)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):  # an unreadable config (jobs.job.UnreadableJob) counts as one
         return 1
 
 
-def row_to_job(row: Mapping[str, Any]) -> Job:
-    """A `jobs` row of any schema version (a read-only v1 store has no v2 columns)."""
+def row_to_job(row: Mapping[str, Any], *, lenient: bool = False) -> Job:
+    """A `jobs` row of any schema version (a read-only v1 store has no v2 columns); UnreadableJob, naming the job
+    and the column, when a JSON column does not hold the JSON it should (`lenient`: that column read as empty,
+    enough to delete the job)."""
+    empty = {"config": "{}", "class_names": "[]", "tags": "[]", "skipped_files": None}
+    fixed = dict(row)
+    for column, kind in (("config", dict), ("class_names", list), ("tags", list), ("skipped_files", dict)):
+        text = row[column] if column in row.keys() else None
+        if column != "config" and text is None:
+            continue
+        try:
+            value = json.loads(text) if isinstance(text, (str, bytes)) else None
+        except ValueError:
+            value = None
+        if not isinstance(value, kind) and lenient:
+            fixed[column] = empty[column]
+        elif not isinstance(value, kind):
+            raise UnreadableJob(f"job {row['id']} cannot be read: its {column} is not a JSON {kind.__name__} "
+                                "(the row was written by hand or damaged); `jobs delete` removes it")
+    return _row_to_job(fixed)
+
+
+def _row_to_job(row: Mapping[str, Any]) -> Job:
     have = set(row.keys())
 
     def v2(key: str, default: Any = None) -> Any:
@@ -125,6 +152,7 @@ def row_to_job(row: Mapping[str, Any]) -> Job:
                checkpoint_step=row["checkpoint_step"], total_steps=row["total_steps"], epochs=row["epochs"],
                class_names=tuple(json.loads(row["class_names"] or "[]")),
                cancel_requested=bool(row["cancel_requested"]), attempts=row["attempts"],
-               executor=v2("executor", "local"), external_id=v2("external_id"), owner=v2("owner"),
+               executor=v2("executor", "local"), external_id=v2("external_id"),
+               owner=qualified(v2("owner")) if v2("owner") else None,  # a plain name of an older store: its namespace
                host=v2("host"), boot_id=v2("boot_id"), name=v2("name"),
                tags=tuple(json.loads(v2("tags", "[]"))), skipped_files=json.loads(v2("skipped_files", "null")))

@@ -114,3 +114,16 @@ def launch_spec_from_config(config: Mapping[str, Any]) -> LaunchSpec:
     return LaunchSpec(nproc_per_node=int(config.get("nproc_per_node", 1)), nnodes=int(config.get("nnodes", 1)),
                       rdzv_endpoint=str(config.get("rdzv_endpoint", "")),
                       max_restarts=int(config.get("max_restarts", 0)))
+
+
+def endpoint_unresolved(endpoint: str) -> str | None:
+    """Why a joining node cannot reach `endpoint`'s host (its name does not resolve here), or None. torchrun
+    would otherwise end in a traceback of its own."""
+    import socket
+
+    host = endpoint.rpartition(":")[0].strip("[]")
+    try:
+        socket.getaddrinfo(host, None)
+    except OSError as exc:
+        return f"--rdzv-endpoint {endpoint}: the host {host!r} cannot be resolved here ({exc.strerror or exc})"
+    return None

@@ -5,6 +5,12 @@ child, whose exit status names the signal that killed it. The job log's tail say
 A pid means something only where it was taken: on that host, since that boot, in that PID namespace
 (`process_identity`). A reader anywhere else (another node, a second container on the same volume)
 cannot see the process and must not judge it (`can_judge`): a scheduler's status speaks for it.
+
+A local job whose process cannot be seen from here (another host, another boot, or another PID namespace: a
+container restarted on the same volume) is told apart from a dead one by its heartbeat: its store sink touches
+`heartbeat` in the job folder every HEARTBEAT_S, from a thread of its own. A job alive elsewhere keeps it fresh
+and is left alone; one quiet for UNSEEN_GRACE_S (its heartbeat and log, the bounded wait) has no process anywhere
+(`unseen_reason`), and becomes `interrupted`, which can be resumed or deleted.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from pathlib import Path
 from dlguide_core.jobs.torchrun_log import torchrun_root_cause
 
 LAUNCH_GRACE_S = 120.0  # a claimed job whose process never registered is given up after this
+HEARTBEAT_FILE = "heartbeat"  # in the job folder; its mtime is the job process's last sign of life
+HEARTBEAT_S = 30.0  # how often a job process touches it
+UNSEEN_GRACE_S = 600.0  # a process not visible from here and quiet this long is gone (20 missed heartbeats)
 
 
 def process_start(pid: int) -> float | None:
@@ -56,6 +65,46 @@ def can_judge(host: str | None, boot: str | None) -> bool:
     if host is None and boot is None:
         return True
     return (host, boot) == process_identity()
+
+
+def where_unseen(host: str | None, boot: str | None) -> str:
+    """Why a pid recorded on `host` with `boot` cannot be checked from here, in words."""
+    here_host, here_boot = process_identity()
+    if host != here_host:
+        return f"on host {host}"
+    kernel, _, _ = (boot or "").partition(" ")
+    if kernel != here_boot.partition(" ")[0]:
+        return f"on {host} before its last restart"
+    return f"on {host} in another PID namespace (a container since restarted?)"
+
+
+def touch_heartbeat(folder: Path) -> None:
+    """The job process's sign of life (its store sink's writer thread calls this every HEARTBEAT_S)."""
+    try:
+        (folder / HEARTBEAT_FILE).touch()
+    except OSError:
+        pass  # a folder removed meanwhile, a read-only share: the log's own writes still count
+
+
+def last_sign_of_life(folder: Path, started: float | None) -> float:
+    """The latest of the job's start, its heartbeat and its log's last write (seconds since the epoch)."""
+    times = [started or 0.0]
+    for name in (HEARTBEAT_FILE, "job.log"):
+        try:
+            times.append((folder / name).stat().st_mtime)
+        except OSError:
+            pass
+    return max(times)
+
+
+def unseen_reason(host: str | None, boot: str | None, folder: Path, started: float | None) -> str | None:
+    """For a process this host cannot check: None while it may live elsewhere (a sign of life within
+    UNSEEN_GRACE_S), else why the job is taken as ended."""
+    quiet = time.time() - last_sign_of_life(folder, started)
+    if quiet < UNSEEN_GRACE_S:
+        return None
+    return (f"its process ({where_unseen(host, boot)}) is not visible from here and gave no sign of life for "
+            f"{quiet / 60:.0f} min; resume continues it from its checkpoint")
 
 
 def death_reason(pid: int | None, pid_started: float | None, started: float | None, log: Path) -> str | None:

@@ -1,9 +1,11 @@
 """Who may act on a job, and the audit line each action leaves (issue 22).
 
-Every job records its owner when it is queued: the signed-in user's email (else their subject) in the app,
-the OS user for the CLI and for an app served without sign-in. When ownership is enforced, only the owner or an
-admin (DLGUIDE_ADMINS, comma-separated emails or OS user names) may cancel, resume or delete a job; everyone may
-watch. A job with no recorded owner (made before owners were kept) stays readable and only admins act on it.
+Every job records its owner when it is queued, in a namespace (jobs.identity): `oidc:EMAIL` (a verified email)
+or `oidc:ISSUER#SUBJECT` for someone signed in to the app, `os:NAME` for the OS user of the CLI and of an app served
+without sign-in. When ownership is enforced, only the owner or an admin (DLGUIDE_ADMINS, comma-separated, read in
+the same namespaces: `root` is `os:root`, `carol@example.org` is `oidc:carol@example.org`) may cancel, resume,
+rename or delete a job; everyone may watch. A job with no recorded owner (made before owners were kept) stays
+readable and only admins act on it.
 
 Enforced in the app when sign-in is on (ui/auth.py). The CLI acts as the OS user and enforces when
 DLGUIDE_ADMINS is set, the sign that a team shares this dlguide: someone else's job is then refused unless
@@ -23,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlguide_core import settings
+from dlguide_core.jobs.identity import os_identity, qualified
 from dlguide_core.jobs.job import Job, JobError, log_path
 
-ACTIONS = {"cancel": "cancelled", "resume": "resumed", "delete": "deleted"}
+ACTIONS = {"cancel": "cancelled", "resume": "resumed", "delete": "deleted", "rename": "renamed"}
 AUDIT_FILE = "audit.log"
 
 
@@ -35,7 +38,7 @@ class NotJobOwner(JobError):
 
 @dataclass(frozen=True)
 class Actor:
-    """Who asks for an action: `name` is an email, a subject or an OS user (None: an anonymous app visitor);
+    """Who asks for an action: `name` is an identity (`oidc:…` or `os:…`, jobs.identity; None: an anonymous visitor);
     `enforced` says whether ownership is checked for them; `via` is "app" or "cli" (for the audit line)."""
 
     name: str | None
@@ -45,9 +48,9 @@ class Actor:
 
 
 def admins() -> frozenset[str]:
-    """DLGUIDE_ADMINS, lower-cased: emails (the app) or OS user names (the CLI)."""
+    """DLGUIDE_ADMINS as identities, lower-cased: `root` -> `os:root`, `carol@x.org` -> `oidc:carol@x.org`."""
     raw = os.environ.get("DLGUIDE_ADMINS", "")
-    return frozenset(name.strip().lower() for name in raw.split(",") if name.strip())
+    return frozenset(qualified(name).lower() for name in raw.split(",") if name.strip())
 
 
 def os_user() -> str:
@@ -59,12 +62,12 @@ def os_user() -> str:
 
 
 def app_actor(user: str | None, sign_in: bool) -> Actor:
-    """A visitor of the app: `user` as signed in (None when signed out or sign-in is off)."""
-    return Actor(user, bool(user and user.lower() in admins()), enforced=sign_in, via="app")
+    """A visitor of the app: `user` as signed in (an `oidc:` identity; None when signed out or sign-in is off)."""
+    return Actor(user, bool(user and qualified(user).lower() in admins()), enforced=sign_in, via="app")
 
 
 def cli_actor() -> Actor:
-    user, team = os_user(), admins()
+    user, team = os_identity(os_user()), admins()
     return Actor(user, user.lower() in team, enforced=bool(team), via="cli")
 
 
@@ -78,7 +81,7 @@ def refusal(job: Job, actor: Actor, action: str) -> str | None:
         return f"Sign in to {action} jobs."
     if job.owner is None:
         return f"Job {job.id} has no recorded owner: only an admin (DLGUIDE_ADMINS) may {action} it."
-    if job.owner.lower() != actor.name.lower():
+    if qualified(job.owner).lower() != qualified(actor.name).lower():
         return f"Job {job.id} belongs to {job.owner}: only they or an admin (DLGUIDE_ADMINS) may {action} it."
     return None
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from dlguide_core import settings
 from dlguide_core.jobs import liveness
+from dlguide_core.jobs.identity import qualified
 from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, imported from here by clients)
     ACTIVE,
     RESUMABLE,
@@ -28,6 +29,7 @@ from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, im
     Job,
     JobError,
     JobSummary,
+    UnreadableJob,
     devices_of,
     job_dir,
     log_path,
@@ -35,6 +37,13 @@ from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, im
 )
 from dlguide_core.jobs.metric_tables import MetricTables
 from dlguide_core.jobs.store_url import DB_FILE, StoreUrl
+
+
+def _is_json_object(text: str | None) -> bool:
+    try:
+        return isinstance(json.loads(text or ""), dict)
+    except ValueError:
+        return False
 
 
 def db_path(home: Path | None = None) -> Path:
@@ -60,26 +69,42 @@ class JobStore(MetricTables):
         with self._tx() as db:
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner, executor, name, "
                        "tags) VALUES (?,?,?,?,?,?,?,?,?,?)", (job_id, recipe, framework, json.dumps(config),
-                                                             "queued", time.time(), owner, executor, name,
+                                                             "queued", time.time(),
+                                                             qualified(owner) if owner else None, executor, name,
                                                              json.dumps(list(tags))))
             if claim_pid is not None:
                 self._claim_in(db, job_id, claim_pid)
         job_dir(job_id).mkdir(parents=True, exist_ok=True)
         return self.get(job_id, refresh=False)
 
-    def get(self, job_id: str, refresh: bool = True) -> Job:
+    def get(self, job_id: str, refresh: bool = True, *, lenient: bool = False) -> Job:
+        """One job; UnreadableJob when its row is damaged (`lenient`: its damaged JSON read as empty, to delete it)."""
         if refresh:
             self.refresh()
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
             raise JobError(f"no job {job_id!r} in {self.url.masked}")
-        return row_to_job(rows[0])
+        return row_to_job(rows[0], lenient=lenient)
 
     def list_jobs(self, refresh: bool = True) -> list[Job]:
         """Every job, newest first."""
         if refresh:
             self.refresh()
-        return [row_to_job(r) for r in self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC")]
+        return self._readable(self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[0]
+
+    def unreadable_jobs(self) -> list[str]:
+        """One line per job whose row cannot be read (list_jobs leaves them out): for a warning beside the list."""
+        return self._readable(self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[1]
+
+    @staticmethod
+    def _readable(rows: Sequence[Any]) -> tuple[list[Job], list[str]]:
+        jobs, unreadable = [], []
+        for row in rows:
+            try:
+                jobs.append(row_to_job(row))
+            except UnreadableJob as exc:  # one damaged row never hides the others
+                unreadable.append(str(exc))
+        return jobs, unreadable
 
     def refresh(self) -> list[str]:
         """Mark running jobs whose process is gone as interrupted; returns their ids (none on a
@@ -91,10 +116,15 @@ class JobStore(MetricTables):
                               "WHERE status = 'running'"):
             # A pid is checked only where it was taken (host, boot, PID namespace); a scheduler's job before its
             # process recorded where it runs is the scheduler's to judge (jobs.executors.tracking).
-            if not liveness.can_judge(row["host"], row["boot_id"]) or (
-                    row["host"] is None and (row["executor"] or "local") != "local"):
+            local = (row["executor"] or "local") == "local"
+            if row["host"] is None and not local:
                 continue
-            reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
+            if liveness.can_judge(row["host"], row["boot_id"]):
+                reason = liveness.death_reason(row["pid"], row["pid_started"], row["started"], log_path(row["id"]))
+            elif local:  # not visible from here: ended only once it has been quiet for the bounded wait
+                reason = liveness.unseen_reason(row["host"], row["boot_id"], job_dir(row["id"]), row["started"])
+            else:
+                continue
             if reason and self._set_status(row["id"], "interrupted", reason, only_if="running"):
                 gone.append(row["id"])
         return gone
@@ -124,6 +154,11 @@ class JobStore(MetricTables):
                                  ).fetchall()
             row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' AND executor = 'local' "
                              "ORDER BY created, id LIMIT 1").fetchone()
+            while row is not None and not _is_json_object(row["config"]):  # a damaged row fails, never blocks
+                db.execute("UPDATE jobs SET status = 'failed', error = ?, finished = ? WHERE id = ?",
+                           ("its config is not JSON: it cannot run", time.time(), row["id"]))
+                row = db.execute("SELECT id, config FROM jobs WHERE status = 'queued' AND executor = 'local' "
+                                 "ORDER BY created, id LIMIT 1").fetchone()
             if row is None:
                 return None
             used = {(r["slot"] or 0) + i for r in running for i in range(devices_of(r["config"]))}
@@ -226,8 +261,8 @@ class JobStore(MetricTables):
             raise JobError(f"job {job_id} is not queued")
 
     def delete(self, job_id: str) -> None:
-        """Forget a finished job and remove its folder (checkpoint and log included)."""
-        job = self.get(job_id)
+        """Forget a finished job and remove its folder (checkpoint and log included); a damaged row too."""
+        job = self.get(job_id, lenient=True)
         if job.status in ACTIVE:
             raise JobError(f"job {job_id} is {job.status}; cancel it before deleting")
         with self._tx() as db:

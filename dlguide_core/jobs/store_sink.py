@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from dlguide_core.errors import StoreError
-from dlguide_core.jobs.store import JobStore, open_store
+from dlguide_core.jobs import liveness
+from dlguide_core.jobs.store import JobStore, job_dir, open_store
 from dlguide_core.jobs.store_url import StoreUrl
 from dlguide_core.training.sinks import NullSink
 
@@ -177,10 +178,14 @@ class StoreSink(NullSink):
 
     def _write_loop(self, url: StoreUrl) -> None:
         store = open_store(url)
+        beat = 0.0
         try:
             while not self._closing.wait(self.flush_s):
                 if self.flush_now(store) and not self._stop.is_set() and self._cancel_requested(store):
                     self.request_stop("cancel")
+                if time.monotonic() - beat >= liveness.HEARTBEAT_S:  # seen by readers that cannot see our pid
+                    liveness.touch_heartbeat(job_dir(self.job_id))
+                    beat = time.monotonic()
         finally:
             store.close()
 

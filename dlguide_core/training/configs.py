@@ -10,6 +10,7 @@ metrics the run is about to redo. The registry of recipes by name is `recipes.py
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -101,11 +102,15 @@ class TrainConfig:
 RDZV_BY_SCHEDULER = "scheduler"
 
 
+# A host name (letters, digits, `-` and `.`), an IPv4 address, or an IPv6 one in brackets.
+_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
+
+
 def rdzv_endpoint_problem(endpoint: str) -> str | None:
     """Why `endpoint` cannot be a multi-node run's rendezvous, or None: HOST:PORT, port 1-65535.
     The one check, used when a job is submitted (TrainConfig) and when torchrun is launched (LaunchSpec)."""
     host, _, port = endpoint.rpartition(":")
-    if host and not any(c.isspace() for c in endpoint) and port.isdigit() and 0 < int(port) < 65536:
+    if _HOST.fullmatch(host) and port.isdigit() and 0 < int(port) < 65536:  # no `;`, space or `$(...)` in it
         return None
     return (f"a multi-node run needs --rdzv-endpoint HOST:PORT (a machine of the run, reachable from all others, "
             f"e.g. node0.example:29400), not {endpoint!r}")

@@ -116,6 +116,10 @@ def _names_problem(names: Any, key: str) -> str | None:
     return None
 
 
+# Pixels are in [0, 1]: a smaller std means nothing, and one like 1e-300 becomes 0 in float32 (a division by zero).
+MIN_STD = 1e-6
+
+
 def _preset_problem(preset: Any) -> str | None:
     from dlguide_core.vision.presets import EvalPreset
 
@@ -132,6 +136,6 @@ def _preset_problem(preset: Any) -> str | None:
         return f"preset resize and crop must be whole numbers from 1 to {MAX_IMAGE_SIDE}, not {sizes}"
     stats = (*built.mean, *built.std)
     if len(built.mean) != 3 or len(built.std) != 3 or not all(math.isfinite(v) for v in stats) or min(
-            built.std) <= 0:
-        return "preset mean and std must be 3 finite numbers each, std above 0"
+            built.std) < MIN_STD:
+        return f"preset mean and std must be 3 finite numbers each, std at least {MIN_STD:g}"
     return None

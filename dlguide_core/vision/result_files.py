@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,9 +82,30 @@ def results_csv(results: Sequence[ImageResult], run: RunInfo) -> str:
     return out.getvalue()
 
 
+NONFINITE_WARNING = "the model gave NaN or infinite probabilities (diverged weights?): shown as null"
+
+
 def results_json(results: Sequence[ImageResult], run: RunInfo) -> str:
-    """The JSON list `classify --json` prints: one `result_record` per image, in order."""
-    return json.dumps([result_record(r, run) for r in results], indent=2)
+    """The JSON list `classify --json` prints: one `result_record` per image, in order. Always JSON: a NaN or
+    infinite number (diverged weights) is null, and its record says why in "warning"."""
+    records = []
+    for result in results:
+        record, replaced = finite(result_record(result, run))
+        records.append({**record, "warning": NONFINITE_WARNING} if replaced else record)
+    return json.dumps(records, indent=2, allow_nan=False)
+
+
+def finite(value: Any) -> tuple[Any, bool]:
+    """`value` with every NaN/Infinity float (at any depth) replaced by None, and whether any was."""
+    if isinstance(value, float):
+        return (value, False) if math.isfinite(value) else (None, True)
+    if isinstance(value, dict):
+        pairs = {k: finite(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(r for _, r in pairs.values())
+    if isinstance(value, (list, tuple)):
+        items = [finite(v) for v in value]
+        return [v for v, _ in items], any(r for _, r in items)
+    return value, False
 
 
 def evaluation_json(result: Mapping[str, object]) -> str:

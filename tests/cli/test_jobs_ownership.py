@@ -47,7 +47,8 @@ def test_someone_elses_job_is_refused_in_team_mode(team, isolated_home, capsys, 
     job_id = make_job(ALICE, status)
     assert main(["jobs", action, job_id, *(["--detach"] if action == "resume" else [])]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: Job {job_id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may {action} it."]
+    assert err == [f"error: Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may "
+                   f"{action} it."]
     job = JobStore().get(job_id)
     assert job.status == status and not job.cancel_requested  # nothing happened
     assert audit_lines(isolated_home) == []
@@ -67,7 +68,7 @@ def test_own_jobs_and_admins_act_and_leave_an_audit_line(monkeypatch, isolated_h
     assert main(["jobs", "cancel", mine]) == 0
     assert JobStore().get(mine).cancel_requested
     line = audit_lines(isolated_home)[-1]
-    assert line.endswith(f"audit: {os_user()} cancelled job {mine} (owner {os_user()}) via the cli")
+    assert line.endswith(f"audit: os:{os_user()} cancelled job {mine} (owner os:{os_user()}) via the cli")
     assert JobStore().get(mine).log_path.read_text().splitlines()[-1] == line
 
     monkeypatch.setenv("DLGUIDE_ADMINS", f"carol@example.org,{os_user()}")  # now an admin
@@ -75,11 +76,11 @@ def test_own_jobs_and_admins_act_and_leave_an_audit_line(monkeypatch, isolated_h
     theirs = make_job(ALICE, "interrupted")
     assert main(["jobs", "resume", theirs, "--detach"]) == 0
     assert JobStore().get(theirs).status == "queued"
-    admin = f"{os_user()} (admin)"
-    assert audit_lines(isolated_home)[-1].endswith(f"{admin} resumed job {theirs} (owner {ALICE}) via the cli")
+    admin = f"os:{os_user()} (admin)"
+    assert audit_lines(isolated_home)[-1].endswith(f"{admin} resumed job {theirs} (owner oidc:{ALICE}) via the cli")
     assert main(["jobs", "cancel", theirs]) == 0
     assert main(["jobs", "delete", theirs]) == 0
-    assert audit_lines(isolated_home)[-1].endswith(f"{admin} deleted job {theirs} (owner {ALICE}) via the cli")
+    assert audit_lines(isolated_home)[-1].endswith(f"{admin} deleted job {theirs} (owner oidc:{ALICE}) via the cli")
     assert len(audit_lines(isolated_home)) == 4
 
 
@@ -87,7 +88,8 @@ def test_without_admins_named_the_cli_acts_on_any_job(monkeypatch, isolated_home
     monkeypatch.delenv("DLGUIDE_ADMINS", raising=False)
     job_id = make_job(ALICE, "failed")
     assert main(["jobs", "delete", job_id]) == 0
-    assert audit_lines(isolated_home)[-1].endswith(f"{os_user()} deleted job {job_id} (owner {ALICE}) via the cli")
+    assert audit_lines(isolated_home)[-1].endswith(
+        f"os:{os_user()} deleted job {job_id} (owner oidc:{ALICE}) via the cli")
 
 
 def test_the_real_cli_refuses_with_one_line(team) -> None:
@@ -96,5 +98,5 @@ def test_the_real_cli_refuses_with_one_line(team) -> None:
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"error: Job {job_id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it."]
+        f"error: Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it."]
     assert JobStore().get(job_id).status == "failed"

@@ -6,16 +6,19 @@ job's process, marked the job `interrupted`, and a resume then ran it twice.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
 from dlguide_core.jobs import liveness
 from dlguide_core.jobs.store import JobStore
 from tests.support.paths import ROOT
+from tests.support.waiting import wait_for
 
 
 def _dead_pid() -> int:
@@ -73,3 +76,83 @@ def test_a_reader_in_another_pid_namespace_leaves_a_live_job_running() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# --- Issue 33 (N7): a job whose process is not visible from here (its PID namespace gone with a restarted
+# container, another host) is told apart from one alive elsewhere by its heartbeat, after a bounded wait.
+
+def _unseen_job(store: JobStore, host: str, boot: str, quiet_s: float) -> str:
+    """A running local job recorded at `host`/`boot`, whose last sign of life (heartbeat) was `quiet_s` ago."""
+    job = store.create("cifar_net", "pytorch", {})
+    store.claim(job.id, 4_000_000)  # a pid no process here has
+    store.set_host(job.id, host, boot)
+    with store._tx() as db:
+        db.execute("UPDATE jobs SET started = ? WHERE id = ?", (time.time() - 2 * liveness.UNSEEN_GRACE_S, job.id))
+    beat = job.job_dir / liveness.HEARTBEAT_FILE
+    beat.touch()
+    os.utime(beat, (time.time() - quiet_s, time.time() - quiet_s))
+    return job.id
+
+
+def test_a_job_whose_pid_namespace_is_gone_becomes_interrupted_after_the_wait_and_can_be_resumed_or_deleted(
+        capsys, monkeypatch) -> None:
+    from dlguide_core.cli.main import main
+
+    store = JobStore()
+    host, boot = liveness.process_identity()
+    gone_boot = boot.split()[0] + " pid:[4026599999]"  # this kernel, a PID namespace no longer here
+    fresh = _unseen_job(store, host, gone_boot, quiet_s=5)
+    stale = _unseen_job(store, host, gone_boot, quiet_s=liveness.UNSEEN_GRACE_S + 60)
+    assert store.refresh() == [stale]
+    assert main(["jobs", "show", fresh]) == 0
+    assert "its process is not visible from here (on " in capsys.readouterr().out  # not the same as dead
+    assert store.get(fresh).status == "running"  # alive elsewhere, as far as anyone can tell: left alone
+    job = store.get(stale)
+    assert job.status == "interrupted" and "in another PID namespace" in job.error and "not visible" in job.error
+    monkeypatch.setattr("dlguide_core.jobs.queue.launch", lambda store, job: None)  # no process: just the queue
+    assert main(["jobs", "resume", stale, "--detach"]) == 0 and store.get(stale).status in ("queued", "running")
+    store.finish(stale, "cancelled")
+    assert main(["jobs", "delete", stale]) == 0
+
+
+def test_a_job_on_another_host_is_left_alone_while_it_beats_and_ended_when_it_stops() -> None:
+    store = JobStore()
+    alive = _unseen_job(store, "node17.cluster", "other-boot pid:[1]", quiet_s=liveness.HEARTBEAT_S)
+    dead = _unseen_job(store, "node18.cluster", "other-boot pid:[1]", quiet_s=liveness.UNSEEN_GRACE_S + 1)
+    assert store.refresh() == [dead]
+    assert store.get(alive).status == "running" and "on host node18.cluster" in store.get(dead).error
+
+
+def test_the_store_sink_beats_from_its_own_thread() -> None:
+    from dlguide_core.jobs.store_sink import StoreSink
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    sink = StoreSink(store.url, job.id, flush_s=0.05)
+    try:
+        wait_for(lambda: (job.job_dir / liveness.HEARTBEAT_FILE).is_file(), timeout=60, what="the first heartbeat")
+    finally:
+        sink.close()
+
+
+def test_a_scheduler_this_host_cannot_ask_leaves_its_jobs_unknown_here_and_the_listing_goes_on(
+        monkeypatch, capsys) -> None:
+    """N8: a Ray job with no Ray address here: `jobs list`/`show` exit 0 and say "unknown here"."""
+    from dlguide_core.cli.main import main
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="ray")
+    store.set_external(job.id, "ray", "raysubmit_x")
+    store.claim(job.id, 4_000_000)
+    store.set_host(job.id, None, None)
+    local = store.create("cifar_net", "pytorch", {})
+    store.finish(local.id, "failed", "stopped by the test")
+    assert main(["jobs", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{job.id}  cifar_net" in out and "(unknown here)" in out and local.id in out
+    assert err.startswith("warning: ray cannot be asked from this host (no Ray address")
+    assert main(["jobs", "show", job.id, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduler"]["state"] == "unknown here"
+    assert main(["jobs", "show", job.id]) == 0
+    assert "unknown here: ray cannot be asked" in capsys.readouterr().out

@@ -34,7 +34,7 @@ def job_owned_by(owner: str | None):
 
 def test_admins_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("DLGUIDE_ADMINS", " Carol@Example.org, ,root ")
-    assert admins() == {"carol@example.org", "root"}
+    assert admins() == {"oidc:carol@example.org", "os:root"}  # plain names read in their namespace
     monkeypatch.delenv("DLGUIDE_ADMINS")
     assert admins() == frozenset()
 
@@ -47,8 +47,8 @@ def test_with_sign_in_only_the_owner_or_an_admin_may_act(monkeypatch, action: st
     assert refusal(job, app_actor("ALICE@example.org", sign_in=True), action) is None  # emails ignore case
     assert refusal(job, app_actor("carol@example.org", sign_in=True), action) is None
     reason = refusal(job, app_actor(BOB, sign_in=True), action)
-    assert reason == (f"Job {job.id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may {action} it.")
-    with pytest.raises(NotJobOwner, match="belongs to alice"):
+    assert reason == (f"Job {job.id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may {action} it.")
+    with pytest.raises(NotJobOwner, match="belongs to oidc:alice"):
         authorize(job, app_actor(BOB, sign_in=True), action)
     assert refusal(job, app_actor(None, sign_in=True), action) == f"Sign in to {action} jobs."
 
@@ -68,9 +68,9 @@ def test_a_job_with_no_recorded_owner_is_the_admins_business(monkeypatch) -> Non
 
 def test_the_cli_acts_as_the_os_user_and_enforces_once_admins_are_named(monkeypatch) -> None:
     monkeypatch.delenv("DLGUIDE_ADMINS", raising=False)
-    assert cli_actor() == Actor(os_user(), False, enforced=False, via="cli")
+    assert cli_actor() == Actor(f"os:{os_user()}", False, enforced=False, via="cli")
     monkeypatch.setenv("DLGUIDE_ADMINS", "carol@example.org")
-    assert cli_actor() == Actor(os_user(), False, enforced=True, via="cli")
+    assert cli_actor() == Actor(f"os:{os_user()}", False, enforced=True, via="cli")
     monkeypatch.setenv("DLGUIDE_ADMINS", f"carol@example.org,{os_user().upper()}")
     assert cli_actor().admin
 
@@ -78,8 +78,8 @@ def test_the_cli_acts_as_the_os_user_and_enforces_once_admins_are_named(monkeypa
 def test_queued_jobs_record_their_owner() -> None:
     store = JobStore()
     cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
-    assert queue.submit(store, "cifar_net", cfg, start=False, owner=ALICE).owner == ALICE
-    assert queue.submit(store, "cifar_net", cfg, start=False).owner == os_user()
+    assert queue.submit(store, "cifar_net", cfg, start=False, owner=ALICE).owner == f"oidc:{ALICE}"
+    assert queue.submit(store, "cifar_net", cfg, start=False).owner == f"os:{os_user()}"
 
 
 def test_an_audit_line_is_one_line_in_the_log_and_the_audit_file(isolated_home) -> None:
@@ -88,7 +88,7 @@ def test_an_audit_line_is_one_line_in_the_log_and_the_audit_file(isolated_home) 
     actor = app_actor("mallory\nfake line\x1b[31m", sign_in=False)
     line = audit(job, actor, "cancel")
     assert "\n" not in line and "\x1b" not in line
-    assert f"mallory?fake line?[31m cancelled job {job.id} (owner {ALICE}) via the app" in line
+    assert f"mallory?fake line?[31m cancelled job {job.id} (owner oidc:{ALICE}) via the app" in line
     assert job.log_path.read_text().splitlines() == ["epoch 1", line]
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
@@ -99,7 +99,7 @@ def test_a_deleted_jobs_audit_line_stays_in_the_audit_file(isolated_home) -> Non
     store.finish(job.id, "failed", "out of memory")
     store.delete(job.id)
     line = audit(job, Actor("root", True, True, "cli"), "delete")
-    assert line.endswith(f"root (admin) deleted job {job.id} (owner {ALICE}) via the cli")
+    assert line.endswith(f"root (admin) deleted job {job.id} (owner oidc:{ALICE}) via the cli")
     assert not job.job_dir.exists()
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
@@ -112,8 +112,8 @@ def test_audit_line_format() -> None:
 
 
 def test_unknown_actions_are_a_programming_error() -> None:
-    with pytest.raises(ValueError, match="cancel, resume, delete"):
-        refusal(job_owned_by(ALICE), app_actor(ALICE, sign_in=True), "rename")
+    with pytest.raises(ValueError, match="cancel, resume, delete, rename"):
+        refusal(job_owned_by(ALICE), app_actor(ALICE, sign_in=True), "approve")
 
 
 def test_os_user_without_a_passwd_entry(monkeypatch) -> None:

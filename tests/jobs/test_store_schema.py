@@ -60,7 +60,7 @@ def test_a_v1_store_upgrades_on_open_after_a_backup_and_keeps_every_row(tmp_path
 def test_v2_columns_are_written_and_read_back() -> None:
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {}, owner="ada", executor="slurm", name="first", tags=("a", "b"))
-    assert (job.owner, job.executor, job.name, job.tags) == ("ada", "slurm", "first", ("a", "b"))
+    assert (job.owner, job.executor, job.name, job.tags) == ("os:ada", "slurm", "first", ("a", "b"))  # its namespace
     store.set_external(job.id, "slurm", "4242")
     store.set_host(job.id, "node1", "boot-1")
     store.set_skipped_files(job.id, 3, ["a.jpg", "b.jpg"])

@@ -132,14 +132,24 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
     store.claim(job.id, os.getpid())  # this process stands in for the job's
     store.add_steps([(job.id, step, 0, 2.0 / step, 0.1, 10.0, float(step), "{}") for step in range(1, 6)])
     store.create("cifar_net", "pytorch", {"epochs": 1})  # queued: not offered
+    damaged = store.create("cifar_net", "pytorch", {"epochs": 1})  # a running row whose config is not JSON:
+    store.claim(damaged.id, os.getpid())  # skipped, never "This app has encountered an error" (issue 33)
+    with store._tx() as db:
+        db.execute("UPDATE jobs SET config = '{not json' WHERE id = ?", (damaged.id,))
     at = booth(monkeypatch)
     assert not at.exception
     assert not at.selectbox  # one run: no picker, its name in the curve's title (a name, not a job id)
-    (title,) = [m.value for m in at.markdown if "how wrong the model still is" in m.value]
-    assert title.startswith("**inception_v3_finetune, started ") and job.id not in title
+    (title,) = [m.value for m in at.html if "how wrong the model still is" in m.value]
+    assert title.startswith("<p><b>inception_v3_finetune, started ") and job.id not in title
     store.rename(job.id, "Inception v3 learns 10 animals", [])
     at.run()
-    assert any(m.value.startswith("**Inception v3 learns 10 animals**: how wrong") for m in at.markdown)
+    assert any(m.value.startswith("<p><b>Inception v3 learns 10 animals</b>: how wrong") for m in at.html)
+    store.rename(job.id, "[win](https://evil.example) ![x](https://evil.example/x.png) :red[<i>hi</i>]", [])
+    at.run()  # N6: a name is text to strangers, never Markdown or HTML
+    (title,) = [m.value for m in at.html if "how wrong" in m.value]
+    assert "[win](https://evil.example) ![x](https://evil.example/x.png) :red[&lt;i&gt;hi&lt;/i&gt;]" in title
+    assert not [m for m in at.markdown if "evil.example" in m.value]
+    store.rename(job.id, "Inception v3 learns 10 animals", [])
     other = store.create("cifar_net", "pytorch", {"epochs": 1}, name="CIFAR from scratch")
     store.claim(other.id, os.getpid())
     assert at.run().selectbox(key="kiosk_job").options == ["CIFAR from scratch", "Inception v3 learns 10 animals"]

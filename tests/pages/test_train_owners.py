@@ -14,6 +14,7 @@ from tests.support.apptest import APP
 from tests.support.toy_data import write_toy_dataset
 
 ALICE, BOB, CAROL = "alice@example.org", "bob@example.org", "carol@example.org"
+ISSUER = "http://localhost:9400"
 AUTH = {"auth": {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "not a real secret",
                  "client_id": "dlguide", "client_secret": "s",
                  "server_metadata_url": "http://localhost:9400/.well-known/openid-configuration"}}
@@ -30,10 +31,12 @@ def make_job(owner: str | None, status: str) -> str:
     return job.id
 
 
-def train_page_as(user: str) -> AppTest:
+def train_page_as(user: str, verified: bool = True) -> AppTest:
+    """The Train page signed in as `user`, an email the provider verified (else only its issuer and subject count)."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.secrets = AUTH
-    at.user = {"is_logged_in": True, "email": user, "sub": user.split("@")[0]}
+    at.user = {"is_logged_in": True, "email": user, "email_verified": verified, "iss": ISSUER,
+               "sub": user.split("@")[0]}
     at.run()
     at.switch_page("pages/train.py").run()
     assert not at.exception, at.exception
@@ -55,7 +58,7 @@ def test_someone_else_sees_the_job_but_cannot_delete_it(isolated_home) -> None:
     assert list(at.dataframe[0].value["job"]) == [job_id]  # watching is everyone's
     at.button(key="train_delete").click().run()
     at.button(key="train_delete_confirm").click().run()  # Delete asks first (issue 24)
-    assert f"Job {job_id} belongs to {ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it." in errors(at)
+    assert f"Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it." in errors(at)
     assert JobStore().get(job_id).status == "failed"
     assert not (isolated_home / "audit.log").exists()
 
@@ -64,7 +67,7 @@ def test_someone_else_cannot_cancel_a_running_job() -> None:
     job_id = make_job(ALICE, "running")
     at = train_page_as(BOB)
     at.button(key="train_cancel").click().run()
-    assert "belongs to alice@example.org" in " ".join(errors(at))
+    assert "belongs to oidc:alice@example.org" in " ".join(errors(at))
     assert not JobStore().get(job_id).cancel_requested
 
 
@@ -76,7 +79,7 @@ def test_the_owner_cancels_and_the_log_says_who(isolated_home) -> None:
     job = JobStore().get(job_id)
     assert job.cancel_requested
     line = job.log_path.read_text().splitlines()[-1]
-    assert line.endswith(f"audit: {ALICE} cancelled job {job_id} (owner {ALICE}) via the app")
+    assert line.endswith(f"audit: oidc:{ALICE} cancelled job {job_id} (owner oidc:{ALICE}) via the app")
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
 
@@ -88,7 +91,7 @@ def test_an_admin_deletes_anyones_job_even_one_with_no_owner(isolated_home) -> N
     assert not errors(at)
     assert JobStore().list_jobs() == []
     assert (isolated_home / "audit.log").read_text().strip().endswith(
-        f"audit: {CAROL} (admin) deleted job {job_id} (owner unknown) via the app")
+        f"audit: oidc:{CAROL} (admin) deleted job {job_id} (owner unknown) via the app")
 
 
 def test_a_job_started_in_the_app_belongs_to_the_signed_in_user(tmp_path, monkeypatch) -> None:
@@ -101,4 +104,35 @@ def test_a_job_started_in_the_app_belongs_to_the_signed_in_user(tmp_path, monkey
     at.button(key="train_cifar_net_start").click().run()
     assert not at.exception, at.exception
     (job,) = [j for j in JobStore().list_jobs() if j.id != busy]
-    assert (job.owner, job.status) == (ALICE, "queued")
+    assert (job.owner, job.status) == (f"oidc:{ALICE}", "queued")
+
+
+def test_an_unverified_email_names_nobody_but_its_issuer_and_subject(isolated_home, monkeypatch) -> None:
+    """N5: an IdP user whose `alice@…` email is not verified is `oidc:ISSUER#alice`, not alice, and an IdP subject
+    `root` is not the OS user root that DLGUIDE_ADMINS names."""
+    job_id = make_job(ALICE, "running")
+    at = train_page_as(ALICE, verified=False)
+    at.button(key="train_cancel").click().run()
+    assert f"Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may cancel it." in errors(at)
+    assert not JobStore().get(job_id).cancel_requested
+    monkeypatch.setenv("DLGUIDE_ADMINS", "root")  # the OS user root
+    at = train_page_as("root", verified=False)
+    at.button(key="train_cancel").click().run()
+    assert "belongs to oidc:" in " ".join(errors(at)) and not JobStore().get(job_id).cancel_requested
+    assert not (isolated_home / "audit.log").exists()
+
+
+def test_renaming_is_the_owners_and_leaves_an_audit_line(isolated_home) -> None:
+    """N6: someone else's Save is refused; the owner's rename is written and audited."""
+    job_id = make_job(ALICE, "failed")
+    at = train_page_as(BOB)
+    at.text_input(key=f"train_name_{job_id}").input("[click me](https://evil.example)").run()
+    at.button(key=f"train_rename_{job_id}").click().run()
+    assert f"Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may rename it." in errors(at)
+    assert JobStore().get(job_id).name is None and not (isolated_home / "audit.log").exists()
+    at = train_page_as(ALICE)
+    at.text_input(key=f"train_name_{job_id}").input("first try").run()
+    at.button(key=f"train_rename_{job_id}").click().run()
+    assert errors(at) == ["stopped by the test"] and JobStore().get(job_id).name == "first try"  # the job's own error
+    assert (isolated_home / "audit.log").read_text().strip().endswith(
+        f"audit: oidc:{ALICE} renamed job {job_id} (owner oidc:{ALICE}) via the app")

@@ -44,7 +44,10 @@ BROKEN = {
     "huge preset": (lambda: {**good_payload(), "preset": {**CIFAR_EVAL.to_dict(), "resize": 10**9, "crop": 10}},
                     "resize and crop must be"),
     "nan std": (lambda: {**good_payload(), "preset": {**CIFAR_EVAL.to_dict(), "std": [float("nan")] * 3}},
-                "std above 0"),
+                "std at least 1e-06"),
+    # issue 33: 1e-300 is above 0, but 0 in float32 (torchvision's Normalize then raised: a traceback, exit 1)
+    "std that float32 makes 0": (lambda: {**good_payload(), "preset": {**CIFAR_EVAL.to_dict(), "std": [1e-300] * 3}},
+                                 "std at least 1e-06"),
 }
 
 

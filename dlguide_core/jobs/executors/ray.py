@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from dlguide_core.errors import DistributedError, StoreError, first_line
 from dlguide_core.jobs.executors import ray_client, ray_env
@@ -42,6 +41,7 @@ from dlguide_core.jobs.executors.base import (
 )
 from dlguide_core.jobs.executors.ray_client import RayError
 from dlguide_core.jobs.store import RESUMABLE, Job, JobStore, job_dir
+from dlguide_core.jobs.store_url import mask_url
 
 STORE_URL_ENV = "DLGUIDE_STORE_URL"
 RAY_LOG_FILE = "ray.log"  # in the job folder: the last copy of Ray's job log
@@ -109,7 +109,7 @@ class RayExecutor(Executor):
     def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
         """A store URL with a password is not sent to Ray (its job record shows the runtime environment)."""
         url = os.environ.get(STORE_URL_ENV, "").strip()
-        if url and urlsplit(url).password is not None:
+        if url and ray_env.store_secrets(url):
             return (f"{STORE_URL_ENV} holds a password, which Ray would show in its job list: it is not sent; the Ray "
                     f"nodes need {STORE_URL_ENV} in the environment `ray start` runs with (docs/CLUSTERS.md)",)
         return ()
@@ -169,7 +169,7 @@ class RayExecutor(Executor):
         except RayError as exc:
             if ray_client.probe(address) is None:  # the head answers: it no longer knows the job
                 return ExternalStatus(None, str(exc), "UNKNOWN")
-            raise SchedulerNotAnswering(f"Ray is not answering at {address}") from None
+            raise SchedulerNotAnswering(f"Ray is not answering at {mask_url(address)}") from None
         if state.ray_status == "RUNNING" and job.cancel_requested and self._grace_over(job):
             self._stop(address, submission_id)  # the flag did not stop it: Ray's stop (SIGINT, then SIGKILL)
         reason = _first_line(state.message) if state.status in ("queued", "failed", "interrupted") else None

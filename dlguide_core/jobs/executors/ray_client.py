@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from dlguide_core.errors import DlguideError, error_summary
+from dlguide_core.errors import DlguideError, UsageError, error_summary
+from dlguide_core.jobs.store_url import UrlError, mask, mask_url, split_url
 
 ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: the job API, e.g. http://127.0.0.1:8265
 CALL_TIMEOUT_S = 5.0  # any one request to the head
@@ -36,6 +37,10 @@ class RayError(DlguideError):
     """The Ray cluster cannot be used for this: not installed, not answering, or refusing the job."""
 
 
+class RayAddressError(RayError, UsageError):
+    """`--ray-address`/RAY_ADDRESS is not an http(s) URL: a usage error (exit 2)."""
+
+
 @dataclass(frozen=True)
 class RayJobState:
     """What Ray says about one submission, already in dlguide's words."""
@@ -50,9 +55,12 @@ def resolve_address(address: str | None) -> str:
     value = (address or os.environ.get(ADDRESS_ENV, "")).strip().rstrip("/")
     if not value:
         raise RayError("no Ray address: pass --ray-address http://HEAD:8265 or set RAY_ADDRESS")
-    parsed = urllib.parse.urlparse(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise RayError(f"Ray address {value!r} is not the job API's URL (like http://HEAD:8265)")
+    try:
+        parts = split_url(value)
+    except UrlError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.host.split(":")[0]:
+        raise RayAddressError(f"Ray address {mask_url(value)!r} is not the job API's URL (like http://HEAD:8265)")
     return value
 
 
@@ -90,8 +98,8 @@ def probe(address: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
         version = _get_json(address, "/api/version", timeout).get("ray_version")
     except (OSError, ValueError, AttributeError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        return f"Ray is not answering at {address} ({reason})"
-    return None if version else f"{address} answered, but not as Ray's job API"
+        return mask(f"Ray is not answering at {mask_url(address)} ({reason})")
+    return None if version else f"{mask_url(address)} answered, but not as Ray's job API"
 
 
 def cluster_gpus(address: str, timeout: float = CALL_TIMEOUT_S) -> float:
@@ -134,7 +142,7 @@ def _client(address: str, timeout: float) -> Any:
     try:
         return TimedJobClient(address)
     except Exception as exc:  # ConnectionError, requests' Timeout, RuntimeError from the version check
-        raise RayError(f"Ray is not answering at {address} ({error_summary(exc)})") from None
+        raise RayError(mask(f"Ray is not answering at {mask_url(address)} ({error_summary(exc)})")) from None
 
 
 def call(address: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S, **kwargs: Any) -> Any:
@@ -143,7 +151,7 @@ def call(address: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S,
     try:
         return getattr(jobs, method)(*args, **kwargs)
     except Exception as exc:
-        raise RayError(f"Ray at {address}: {method} failed ({error_summary(exc)})") from None
+        raise RayError(mask(f"Ray at {mask_url(address)}: {method} failed ({error_summary(exc)})")) from None
 
 
 def dlguide_status(ray_status: str, error_type: str | None = None) -> str:

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from dlguide_core import settings
+from dlguide_core.jobs.store_url import UrlError, split_url
 
 PYTHON_ENV = "DLGUIDE_RAY_PYTHON"  # the Python on the Ray nodes (default: this one, for a head on this machine)
 STOP_GRACE_S = 60  # Ray's stop_job: SIGINT, then SIGKILL after this (Ray's default, 3 s, cuts a checkpoint)
@@ -24,6 +24,14 @@ ENTRY_MODULE = "dlguide_core.jobs.executors.ray_entry"
 FORWARDED = ("DLGUIDE_DATA_ROOTS", "DLGUIDE_OFFLINE", "DLGUIDE_MAX_JOBS", "TORCH_HOME")
 STORE_URL_ENV = "DLGUIDE_STORE_URL"
 CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def store_secrets(url: str) -> bool:
+    """True when a store URL holds a secret (a password, a `password=` parameter) or cannot be read: it stays home."""
+    try:
+        return bool(split_url(url).secrets)
+    except UrlError:
+        return url.startswith("postgres")
 
 
 def entrypoint(job_id: str, python: str | None = None) -> str:
@@ -37,7 +45,7 @@ def runtime_env(environ: Mapping[str, str]) -> dict[str, Any]:
     no password (else the nodes' own DLGUIDE_STORE_URL, set where `ray start` runs), and a stop that can checkpoint."""
     env = {k: environ[k] for k in FORWARDED if k in environ}
     url = environ.get(STORE_URL_ENV, "").strip()
-    if url and urlsplit(url).password is None:
+    if url and not store_secrets(url):
         env[STORE_URL_ENV] = url
     env.update({"DLGUIDE_HOME": str(settings.home()), "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": "1",
                 # Read by Ray's job supervisor (it runs with these variables): SIGINT is dlguide's "cancel".

@@ -19,6 +19,7 @@ from dlguide_core import settings
 from dlguide_core.errors import DistributedError
 from dlguide_core.jobs.executors import slurm_commands as commands
 from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, save_options
+from dlguide_core.jobs.executors.slurm_fields import check_options
 from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, time_seconds, write_script
 from dlguide_core.jobs.store import Job, JobStore, job_dir
 from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError
@@ -94,7 +95,7 @@ class SlurmExecutor(Executor):
         if getattr(config, "rdzv_endpoint", "") not in ("", RDZV_BY_SCHEDULER):
             raise DistributedError(f"--rdzv-endpoint is not used with Slurm: {self.refused_flags['rdzv_endpoint']}")
         options = (options or SlurmOptions()).resolved()
-        check_time(options.time)
+        check_options(options)  # partition, account, time: Slurm's syntax, no newline (slurm_fields)
         job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
         return self.hand_over(store, job, options)
 

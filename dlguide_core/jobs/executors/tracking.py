@@ -12,6 +12,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
+from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.jobs.executors.base import ExternalStatus, SchedulerNotAnswering
 from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, job_dir
@@ -43,6 +44,9 @@ def sync(store: JobStore, jobs: list[Job] | None = None) -> SyncReport:
             answer = get_executor(name).status(job)
         except SchedulerNotAnswering as exc:
             report.not_answering[name] = str(exc)
+            continue
+        except (DlguideError, OSError) as exc:  # no address, no client, no command here: unknown, not an error
+            report.not_answering[name] = f"{name} cannot be asked from this host ({error_summary(exc)})"
             continue
         report.statuses[job.id] = answer
         _remember(job.id, answer)

@@ -77,3 +77,13 @@ def test_a_bad_time_from_the_environment_is_refused_in_one_line(submitted, monke
     assert main(["train", "--recipe", "cifar_net", "--data", str(data), "--executor", "slurm", "--detach"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--time must be a Slurm time limit" in err and "'soon'" in err and err.count("\n") == 0
+
+
+def test_the_job_runs_from_its_folder_with_the_checkout_on_pythonpath(submitted) -> None:
+    """Issue 33: a cancelled job's slurm-N.out appeared in the checkout root, the script's --chdir."""
+    from tests.support.paths import ROOT
+
+    script = submitted()
+    job = JobStore().list_jobs()[0]
+    assert sbatch_options(script)["chdir"] == str(job.job_dir)
+    assert f"\nexport PYTHONPATH={ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" in script

@@ -103,6 +103,7 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
     from dlguide_core.network import is_loopback
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
     from ui.static_gzip import GzipStatic
+    from ui.upload_caps import UploadGate
 
     build = getattr(starlette_app, "create_streamlit_middleware", None)
     factory = getattr(starlette_app, "create_starlette_app", None)
@@ -118,7 +119,9 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
                 f"reaches it can use every page. Add an [auth] section to .streamlit/secrets.toml (README: "
                 f"Serving to a team).")
         gate = [] if token is None or sign_in_configured() else [token_gate(token, address, hosts)]
+        base_url = config.get_option("server.baseUrlPath") or ""
         return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *gate,
+                Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
                 Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)
                            base_url=config.get_option("server.baseUrlPath") or ""),
                 *build()]
@@ -150,6 +153,22 @@ def token_gate(token: str, address: str, hosts: list[str]):
 
     bootstrap._print_url = print_entry
     return Middleware(TokenGate, token=token, port=port, base_url=base_path)
+
+
+def bound_sessions() -> None:
+    """What one browser session may cost the server (issue 33, N2-N4): its control messages pass
+    ui.control_messages (no cache clearing, reruns on a budget), and its uploads are kept by ui.upload_caps'
+    store (caps per session and server, unclaimed files dropped) instead of Streamlit's plain one."""
+    from streamlit.runtime import Runtime
+    from streamlit.web.server import server
+
+    from ui import control_messages
+    from ui.upload_caps import CappedUploads
+
+    if not hasattr(server, "MemoryUploadedFileManager"):  # checked with 1.67; fail loudly if it moves
+        raise RuntimeError("streamlit's server no longer makes MemoryUploadedFileManager: check serve.py")
+    server.MemoryUploadedFileManager = CappedUploads  # type: ignore[misc]
+    control_messages.install(Runtime)
 
 
 def say(message: str) -> None:
@@ -257,6 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         say(f"not starting: {exc}")
         raise SystemExit(2) from None
     guard_hosts(hosts, address, token)
+    bound_sessions()
 
     if not ours.no_warm:
         if settings.booth_mode():

@@ -72,7 +72,13 @@ def close_pages_directory_routing() -> None:
 
 def listen_address(options: list[str]) -> tuple[list[str], str]:
     """Streamlit's options with `--server.address` added (DLGUIDE_ADDRESS, default 127.0.0.1) unless the user
-    gave one, and the address served."""
+    gave one, and the address served. Two are refused (ServingRefused): which one binds is Streamlit's choice, and
+    a second `--server.address 0.0.0.0` once opened the app to the network past every check (issue 33, N13)."""
+    from dlguide_core.network import ServingRefused
+
+    given = [o for o in options if o == "--server.address" or o.startswith("--server.address=")]
+    if len(given) > 1:
+        raise ServingRefused("--server.address is given more than once: give it once (or set DLGUIDE_ADDRESS)")
     for index, option in enumerate(options):
         if option == "--server.address" and index + 1 < len(options):
             return options, options[index + 1]
@@ -260,8 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(ROOT))  # dlguide_core and ui, as `streamlit run` puts app.py's folder first
     from dlguide_core.network import ServingRefused, allowed_hosts
 
-    streamlit_options, address = listen_address(streamlit_options)
     try:
+        streamlit_options, address = listen_address(streamlit_options)
         hosts = allowed_hosts(address)
     except ServingRefused as exc:
         say(f"not starting: {exc}")

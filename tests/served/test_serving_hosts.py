@@ -176,3 +176,16 @@ def test_the_printed_address_leaves_a_cookie_and_drops_the_token(default_server)
     assert answer.status == 303 and answer.getheader("Location") == "/train?x=1"
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and default_server.url.token not in cookie
     assert upgrade_status(default_server.port, "localhost", headers={"Cookie": cookie.split(";")[0]}) == 101
+
+
+@pytest.mark.parametrize("option, says", [
+    (("--server.address", "127.0.0.1", "--server.address=0.0.0.0"), "--server.address is given more than once"),
+    ((), "too wide"),
+])
+def test_an_ambiguous_address_or_a_too_wide_host_list_refuses_to_start(option, says: str) -> None:
+    """Issue 33 (N13): two --server.address flags bound 0.0.0.0 past every check; `*.com` allowed every .com name."""
+    env = {**os.environ, "DLGUIDE_ALLOWED_HOSTS": "*.com" if not option else ""}
+    result = subprocess.run(serve.command(free_port(), *option), cwd=ROOT, capture_output=True, text=True, env=env,
+                            timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and says in lines[0], result.stderr

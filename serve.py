@@ -108,6 +108,7 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
 
     from dlguide_core.network import is_loopback
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
+    from ui.sign_in_return import ReturnAfterSignIn
     from ui.static_gzip import GzipStatic
     from ui.upload_caps import UploadGate
 
@@ -124,8 +125,10 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
             say(f"WARNING: serving to a network ({address or 'every interface'}) with no sign-in: anyone who "
                 f"reaches it can use every page. Add an [auth] section to .streamlit/secrets.toml (README: "
                 f"Serving to a team).")
-        gate = [] if token is None or sign_in_configured() else [token_gate(token, address, hosts)]
         base_url = config.get_option("server.baseUrlPath") or ""
+        signed = sign_in_configured()
+        gate = ([Middleware(ReturnAfterSignIn, base_url=base_url)] if signed else  # issue 31, item 8
+                [] if token is None else [token_gate(token, address, hosts)])
         return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *gate,
                 Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
                 Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)

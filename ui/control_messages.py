@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 DROPPED = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
 INTERRUPT_BURST = 3  # reruns that may stop a run under way, at once (a few quick clicks)
 INTERRUPT_PER_S = 1.0
-STUCK_S = 30.0  # a run whose end was not seen this long no longer holds the next one back
+STUCK_S = 5.0  # a run whose end is not seen in this time (a long one, or a rerun of a fragment gone, which
+# runs nothing) no longer holds the next one back; a sustained flood costs about INTERRUPT_PER_S runs a second
 FORGET_AFTER_S = 600.0  # a session silent this long (gone, most likely) is forgotten
 SWEEP_EVERY = 256  # messages between two sweeps of forgotten sessions
 

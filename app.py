@@ -31,12 +31,20 @@ PAGES = [
 if settings.booth_mode():
     # Booth mode routes the booth page alone (an allow-list: pages added later stay hidden too), and needs
     # no sign-in. st.navigation serves only the pages in its list, so /train or ?page=devices land here.
-    PAGES = [st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="kiosk", default=True)]
+    # Its own address /kiosk is routed too (issue 33, N12): a default page answers "/" only, so /kiosk is a hidden
+    # second entry of the same script (the default's url_path, "booth", names it and is never an address).
+    PAGES = [st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="booth", default=True),
+             st.Page("pages/booth.py", title="Booth", icon=":material/storefront:", url_path="kiosk",
+                     visibility="hidden")]
     st.navigation(PAGES, position="hidden").run()
 elif auth.sign_in_configured() and not auth.signed_in():
     # Anonymous: the sign-in page, and the booth (public, read-only) for whoever knows its address.
+    # Each page's own address shows the sign-in page too, not "Page not found" over it (issue 31, item 8); after
+    # signing in, the visitor lands on that page (serve.py's ui.sign_in_return).
     sign_in = st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path="signin", default=True)
-    st.navigation([sign_in, BOOTH], position="hidden").run()
+    asked = [st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path=page.url_path,
+                     visibility="hidden") for page in PAGES if page.url_path and page is not BOOTH]
+    st.navigation([sign_in, *asked, BOOTH], position="hidden").run()
 else:
     page = st.navigation(PAGES)
     auth.sidebar_identity()

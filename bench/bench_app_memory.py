@@ -176,17 +176,19 @@ def main() -> None:
     port = free_port()
     sys.path.insert(0, str(ROOT))
     import serve  # the launcher: `make run`'s command line, only the port differs
+    from ui.token_gate import TOKEN_ENV, entry_url, new_token
 
-    env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
+    env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", TOKEN_ENV: new_token()}
     if args.booth:
         env["DLGUIDE_KIOSK"] = "1"
     if args.max_forwards is not None:
         env["DLGUIDE_MAX_FORWARDS"] = str(args.max_forwards)
     log = open(args.server_log, "wb") if args.server_log else subprocess.DEVNULL  # noqa: SIM115 - closed at exit
     server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{port}"
+    url = base if args.booth else entry_url(base, env[TOKEN_ENV])  # the full app opens with its token (issue 33)
     try:
-        serve.wait_healthy(url, server, timeout=600)
+        serve.wait_healthy(base, server, timeout=600)
         proc = psutil.Process(server.pid)
         idle = rss_mib(proc)
         if args.uploads:

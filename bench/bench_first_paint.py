@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import serve  # noqa: E402 - the launcher, imported from the project root
+from ui.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
 
 NAV = "[data-testid=stSidebarNav]"
 TITLE = "[data-testid=stMain] h1"
@@ -120,13 +121,16 @@ def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str]
     log = workdir / f"server-{port}.log"
     with cpu_load(loaded):
         began = time.monotonic()
-        proc = start(tree, port, options, {**env, "DLGUIDE_HOME": str(workdir / f"home-{port}")}, log)
+        token = new_token()  # the full app opens with its token, as `make run` prints it (issue 33)
+        proc = start(tree, port, options, {**env, "DLGUIDE_HOME": str(workdir / f"home-{port}"), TOKEN_ENV: token},
+                     log)
         try:
             url = f"http://127.0.0.1:{port}"
             serve.wait_healthy(url, proc, timeout=600, log_tail=lambda: log.read_text(errors="replace")[-2000:])
             healthy = time.monotonic() - began
-            first = visit(browser, url, network)
-            again = visit(browser, url, network)  # the same server, everything already loaded
+            entry = url if options == ("bare",) else entry_url(url, token)  # one 303 more than a bare Streamlit
+            first = visit(browser, entry, network)
+            again = visit(browser, entry, network)  # the same server, everything already loaded
         finally:
             proc.terminate()
             try:

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import serve  # noqa: E402 - the launcher, imported from the project root
+from ui.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
 
 SAMPLE = ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
 FIRST_PATHS = ("/", "/train", "/devices", "/compiled", "/kiosk", "/cache")
@@ -68,6 +69,11 @@ class Server:
     proc: subprocess.Popen
     log: Path
     started: float  # time.monotonic() at Popen
+    token: str | None = None  # the full app's (issue 33); None for the booth, which is public
+
+    def link(self, path: str = "/") -> str:
+        """A browser's first visit: with the token for the full app, as `make run` prints it."""
+        return self.url + path if self.token is None else entry_url(self.url, self.token, path)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -100,11 +106,12 @@ def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | No
                  options: tuple[str, ...] = ()) -> Server:
     """serve.py on a free loopback port, not waited for: the caller watches it from its first second."""
     port = port or free_port()
-    full_env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **(env or {})}
+    full_env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", TOKEN_ENV: new_token(), **(env or {})}
     out = open(log, "wb")  # noqa: SIM115 - the child holds it; closed when this process exits
     proc = subprocess.Popen(serve.command(port, *options), cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
-    return Server(f"http://127.0.0.1:{port}", proc, log, time.monotonic())
+    booth = full_env.get("DLGUIDE_KIOSK", "").strip().lower() in {"1", "true", "yes", "on"}
+    return Server(f"http://127.0.0.1:{port}", proc, log, time.monotonic(), None if booth else full_env[TOKEN_ENV])
 
 
 def wait_healthy(server: Server, timeout: float = 300.0) -> None:
@@ -118,7 +125,7 @@ def open_when_up(page, server: Server, path: str, timeout: float) -> None:
         if server.proc.poll() is not None:
             raise RuntimeError(f"the server exited with {server.proc.returncode}:\n{server.log_text()[-2000:]}")
         try:
-            page.goto(server.url + path, wait_until="commit", timeout=10_000)
+            page.goto(server.link(path), wait_until="commit", timeout=10_000)
             return
         except Exception as exc:  # connection refused while the server starts
             if "ERR_CONNECTION_REFUSED" not in str(exc) and "ERR_EMPTY_RESPONSE" not in str(exc):
@@ -186,7 +193,7 @@ def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, ti
     page.set_default_timeout(timeout * 1000)
     try:
         start = time.monotonic()
-        page.goto(server.url)
+        page.goto(server.link())
         if kiosk:
             page.get_by_text("Upload", exact=True).click()
             page.locator("input[type=file]").set_input_files(str(photo))

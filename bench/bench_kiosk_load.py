@@ -58,9 +58,10 @@ class RunResult:
 class BoothSession:
     """One visitor: a Streamlit websocket session driven without a browser."""
 
-    def __init__(self, url: str, timeout: float = 120.0) -> None:
+    def __init__(self, url: str, timeout: float = 120.0, cookie: str = "") -> None:
         self.url = url
         self.timeout = timeout
+        self.cookie = cookie  # "name=value; " of the full app's token (issue 33); the booth needs none
         jar = http.cookiejar.CookieJar()
         self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         self.http.open(f"{url}/_stcore/health", timeout=timeout).read()  # sets the _streamlit_xsrf cookie
@@ -72,7 +73,7 @@ class BoothSession:
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
         self._connection = connect(ws_url, subprotocols=["streamlit", self.xsrf], origin=self.url,
                                    open_timeout=self.timeout, max_size=None,
-                                   additional_headers={"Cookie": f"_streamlit_xsrf={self.xsrf}"})
+                                   additional_headers={"Cookie": f"{self.cookie}_streamlit_xsrf={self.xsrf}"})
         self.ws = self._connection.__enter__()
         self.rerun([])  # what a tab does on load: the first run, which also names the session
         return self

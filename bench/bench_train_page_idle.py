@@ -18,7 +18,6 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import serve  # noqa: E402 - the launcher, imported from the project root
+from tests.support.servers import AppURL, start_served  # noqa: E402 - `make run`'s command line, with its token
 
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -83,7 +82,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(url: str, pid: int, idle_s: float, chromium: str, *, start_job: bool = True) -> Result:
+def measure(url: AppURL, pid: int, idle_s: float, chromium: str, *, start_job: bool = True) -> Result:
     from playwright.sync_api import sync_playwright
 
     result = Result()
@@ -93,7 +92,7 @@ def measure(url: str, pid: int, idle_s: float, chromium: str, *, start_job: bool
         page.set_default_timeout(120_000)
         page.on("request", lambda request: result.hosts.add(request.url.split("/")[2]))
         began = time.perf_counter()
-        page.goto(f"{url}/train")
+        page.goto(url.link("/train"))  # the first visit carries the token (issue 33)
         page.locator(".js-plotly-plot").first.wait_for()
         result.first_chart_s = time.perf_counter() - began
         page.get_by_role("link", name="Devices").click()
@@ -140,24 +139,13 @@ def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = Tru
         else:
             write_image_folder(roots / "toy")
         seed_finished_job(home)
-        from tests.support.ports import free_port
-
-        port = free_port()
-        env = {**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(roots), "DLGUIDE_OFFLINE": "1",
+        env = {"DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(roots), "DLGUIDE_OFFLINE": "1",
                "DLGUIDE_MAX_JOBS": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
-        with open(Path(tmp) / "server.log", "wb") as log:
-            proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+        server = start_served(Path(tmp) / "server.log", env)
         try:
-            url = f"http://127.0.0.1:{port}"
-            serve.wait_healthy(url, proc)
-            return measure(url, proc.pid, idle_s, chromium, start_job=start_job)
+            return measure(server.url, server.proc.pid, idle_s, chromium, start_job=start_job)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            server.stop()
             stop_jobs(home)
 
 

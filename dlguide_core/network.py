@@ -51,6 +51,10 @@ def host_pattern(entry: str) -> str:
     if host == "*" or not wildcard_ok or any(c in host for c in ":/[]@ "):
         raise ServingRefused(f"DLGUIDE_ALLOWED_HOSTS entry {entry.strip()!r} is not a host name: no port, scheme "
                              f"or bare '*' ('*.example.org' and '[::1]' are fine)")
+    labels = host.removeprefix("*.").split(".")
+    if "" in labels or (host.startswith("*.") and len(labels) < 2):  # "*.com": every name under a suffix
+        raise ServingRefused(f"DLGUIDE_ALLOWED_HOSTS entry {entry.strip()!r} is too wide or not a name: a wildcard "
+                             f"needs a domain of two labels or more ('*.team.example.org'), and no label is empty")
     return host
 
 
@@ -62,4 +66,6 @@ def allowed_hosts(address: str) -> list[str]:
             raise ServingRefused(f"serving to a network (address {address or 'every interface'!r}) needs "
                                  f"DLGUIDE_ALLOWED_HOSTS: the comma-separated host names visitors use")
         raw = DEFAULT_ALLOWED_HOSTS
-    return [host_pattern(entry) for entry in raw.split(",") if entry.strip()]
+    if any(not entry.strip() for entry in raw.split(",")):  # "a,,b", a trailing ",": a typo, said, not skipped
+        raise ServingRefused(f"DLGUIDE_ALLOWED_HOSTS {raw!r} has an empty entry: host names separated by single commas")
+    return [host_pattern(entry) for entry in raw.split(",")]

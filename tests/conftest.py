@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
-import serve
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
+from tests.support.servers import AppURL, Served, start_served
 from tests.support.standin_weights import standin_imagenet_state
 
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -113,33 +112,25 @@ def sample_jpeg() -> Path:
 
 
 @pytest.fixture
-def app_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
+def app_server(tmp_path: Path) -> Iterator[Callable[..., AppURL]]:
     """Factory: `url = app_server(ENV_VAR=value, ...)` serves the app as `make run` does, on a free loopback port
     (in booth mode, serve.py prepares the booth before the port opens: hence the long health wait).
 
-    The server inherits the test's environment (DLGUIDE_HOME, TORCH_HOME, ...) plus the
-    overrides; it is stopped when the test ends. Its log is at tmp_path/streamlit.log."""
-    procs: list[subprocess.Popen] = []
+    The server inherits the test's environment (DLGUIDE_HOME, TORCH_HOME, ...) plus the overrides; it is stopped
+    when the test ends. Its log is at tmp_path/streamlit-PORT.log. The URL is a str that knows the server's token:
+    a browser opens `url.link("/train")` first (tests.support.servers)."""
+    started: list[Served] = []
 
-    def start(**env_overrides: str) -> str:
+    def start(**env_overrides: str) -> AppURL:
         port = free_port()
-        env = {**os.environ, **{k: str(v) for k, v in env_overrides.items()}}
-        log = open(tmp_path / f"streamlit-{port}.log", "wb")  # noqa: SIM115 - closed with the process
+        env = {**{k: str(v) for k, v in env_overrides.items()}, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
         # `make run`'s command line (serve.py, .streamlit/config.toml); only the port and the environment differ
-        proc = subprocess.Popen(serve.command(port), cwd=ROOT, env={**env, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"},
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        serve.wait_healthy(url, proc)
-        return url
+        started.append(start_served(tmp_path / f"streamlit-{port}.log", env, port=port))
+        return started[-1].url
 
     yield start
-    for proc in procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    for served in started:
+        served.stop()
 
 
 @pytest.fixture(scope="session")

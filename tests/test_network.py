@@ -43,5 +43,15 @@ def test_allowed_hosts_default_only_on_loopback(monkeypatch) -> None:
     for network in ("0.0.0.0", "", "192.0.2.1"):
         with pytest.raises(ServingRefused, match="needs DLGUIDE_ALLOWED_HOSTS"):
             allowed_hosts(network)
-    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", "gpu1.lab.example, ,10.0.0.5")
+    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", "gpu1.lab.example, 10.0.0.5")
     assert allowed_hosts("0.0.0.0") == ["gpu1.lab.example", "10.0.0.5"]
+
+
+@pytest.mark.parametrize("raw", ["*.com", "*.", ",", "gpu1.lab.example, ,10.0.0.5", "gpu1.lab.example,", "*.lan",
+                                 "gpu1..example", ".example.org"])
+def test_host_lists_too_wide_or_with_empty_entries_are_refused(monkeypatch, raw: str) -> None:
+    """Issue 33 (N13): `*.com` allows every .com name, `*.` and `,` are typos that used to pass."""
+    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", raw)
+    with pytest.raises(ServingRefused, match="DLGUIDE_ALLOWED_HOSTS") as refused:
+        allowed_hosts("0.0.0.0")
+    assert "\n" not in str(refused.value)

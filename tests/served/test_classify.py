@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def test_upload_shows_top5_matching_the_core(app_server, browser_page, fake_imagenet, sample_jpeg, tmp_path):
     url = app_server()
     page = browser_page
-    page.goto(url)
+    page.goto(url.link())
     page.get_by_text("Classify with Inception v3").wait_for(timeout=120_000)
     uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
     uploader.wait_for(state="attached", timeout=120_000)  # drawn once the model has loaded

@@ -20,10 +20,10 @@ def test_a_booth_export_and_a_classification_overlap(app_server, browser, fake_i
     booth = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     visitor = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     try:
-        visitor.goto(url)
+        visitor.goto(url.link())
         uploader = visitor.locator('[data-testid="stFileUploader"] input[type="file"]')
         uploader.wait_for(state="attached", timeout=120_000)  # the model is loaded: classifying is quick now
-        booth.goto(f"{url}/kiosk")  # starts the export
+        booth.goto(url.link("/kiosk"))  # starts the export
         booth.get_by_text("Preparing the booth model").wait_for(timeout=60_000)
         charts = visitor.locator('[data-testid="stPlotlyChart"]')
         classified = 0

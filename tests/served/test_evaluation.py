@@ -20,7 +20,7 @@ def test_evaluate_a_finished_job_and_see_the_heatmap(app_server, browser_page, t
     store.close()
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"))
     page = browser_page
-    page.goto(f"{url}/train")
+    page.goto(url.link("/train"))
     page.get_by_text("Evaluate a finished job").first.click(timeout=90_000)
     button = page.locator(".st-key-train_eval_run button")
     button.wait_for(timeout=60_000)
@@ -71,7 +71,7 @@ def test_an_evaluation_tick_after_another_weights_pick_keeps_the_page(app_server
     late = LateTick(page)
     progress = page.get_by_text(f"Evaluation job {evaluating.id}: 0/")
     try:
-        page.goto(url)  # Classify, on ImageNet weights that are not there: the page says what to pick
+        page.goto(url.link())  # Classify, on ImageNet weights that are not there: the page says what to pick
         page.get_by_text("Meanwhile, pick").wait_for(timeout=90_000)
         _pick_weights(page, f"checkpoint: {checkpoint}")
         progress.wait_for(state="attached", timeout=60_000)

@@ -146,3 +146,20 @@ def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browse
         expect(page.get_by_text(TITLE)).to_be_visible()
         expect(page.get_by_text(ATTRACT)).to_be_visible()
         expect(page.get_by_text("clears itself")).to_have_count(0)
+
+
+def test_the_booths_own_address_shows_the_booth_to_anyone(booth_url: str, browser_page) -> None:
+    """Issue 33: /kiosk (README, `make kiosk`) showed a "Page not found" box over the booth (N12); and the booth
+    stays public with no token: an anonymous websocket upgrade is answered."""
+    import socket
+
+    page = browser_page
+    page.goto(booth_url + "/kiosk")
+    page.get_by_text(TITLE).wait_for(timeout=120_000)
+    page.wait_for_timeout(1000)  # the dialog came with the page's first run
+    expect(page.get_by_text("Page not found")).to_have_count(0)
+    host, port = booth_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+        assert sock.recv(4096).split(b"\r\n")[0].split()[1] == b"101"

@@ -36,7 +36,7 @@ def test_start_a_job_and_see_the_chart_grow(app_server, browser_page, tmp_path, 
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=40, val_per_class=2)
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"))
     page = browser_page
-    page.goto(f"{url}/train")
+    page.goto(url.link("/train"))
     page.get_by_text("Recipe").first.wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Recipe").first.click()
     page.get_by_role("option", name=re.compile("^cifar_net")).click()

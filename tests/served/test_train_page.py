@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import serve
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
-from tests.support.paths import ROOT
-from tests.support.ports import free_port
+from tests.support.servers import AppURL, start_served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 REASON = ("Fashion-MNIST is not available offline: download the four files into a folder under the data roots "
@@ -39,7 +36,7 @@ def _seed(store: JobStore, status: str, error: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, browser) -> Iterator[tuple[str, dict[str, str], Path]]:
+def served(tmp_path_factory, browser) -> Iterator[tuple[AppURL, dict[str, str], Path]]:
     """The seeded server (asks for `browser` first: no chromium, no server started)."""
     tmp = tmp_path_factory.mktemp("train_page")
     home = tmp / "home"
@@ -50,21 +47,13 @@ def served(tmp_path_factory, browser) -> Iterator[tuple[str, dict[str, str], Pat
         jobs = {"failed": _seed(store, "failed", REASON), "kept": _seed(store, "succeeded"),
                 "doomed": _seed(store, "succeeded")}
         store.close()
-    port = free_port()
-    env = {**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(tmp / "roots"),
-           "DLGUIDE_OFFLINE": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
-    with open(tmp / "streamlit.log", "wb") as log:
-        proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    env = {"DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(tmp / "roots"), "DLGUIDE_OFFLINE": "1",
+           "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
+    server = start_served(tmp / "streamlit.log", env)
     try:
-        serve.wait_healthy(f"http://127.0.0.1:{port}", proc)
-        yield f"http://127.0.0.1:{port}", jobs, home
+        yield server.url, jobs, home
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +66,7 @@ def page(served, browser) -> Iterator:
     tab.on("request", lambda request: tab.hosts.add(request.url.split("/")[2]))
     tab.sent = []
     tab.on("websocket", lambda ws: ws.on("framesent", lambda frame: tab.sent.append(time.monotonic())))
-    tab.goto(f"{url}/train")
+    tab.goto(url.link("/train"))
     tab.locator(".js-plotly-plot").first.wait_for(timeout=240_000)  # a cold server on a loaded machine
     yield tab
     context.close()
@@ -124,7 +113,7 @@ def test_delete_asks_first_and_then_deletes_one_job(page, served) -> None:
 
 def test_no_request_leaves_the_app(page, served) -> None:
     url = served[0]
-    page.goto(f"{url}/")  # the Classify page too: the favicon and fonts come from the app on every page
+    page.goto(url.link("/"))  # the Classify page too: the favicon and fonts come from the app on every page
     page.get_by_text("Classify").first.wait_for()
     page.wait_for_timeout(2000)
     assert page.hosts == {url.split("/")[2]}, page.hosts

@@ -10,14 +10,15 @@ import pytest
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.executors.registry import get_executor
 from dlguide_core.jobs.store import JobStore
+from tests.support.servers import AppURL
 from tests.support.waiting import wait_for
 
 
-def start_long_run(page, url: str, run_on: str, started: re.Pattern, ready_key: str | None = None) -> None:
+def start_long_run(page, url: AppURL, run_on: str, started: re.Pattern, ready_key: str | None = None) -> None:
     """Pick cifar_net, Run on `run_on`, 1000 epochs at batch 1 (it runs until cancelled), Start; wait for the
     `started` line.
     `ready_key`: a widget key the executor's fields show once ready (Slurm's partitions from sinfo)."""
-    page.goto(f"{url}/train")
+    page.goto(url.link("/train"))
     page.get_by_text("Recipe").first.wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Recipe").first.click()
     page.get_by_role("option", name=re.compile("^cifar_net")).click()

@@ -1,0 +1,150 @@
+"""What one browser session may cost the served app (issue 33): control messages (ui/control_messages.py, N2 and
+N3) and uploads (ui/upload_caps.py, N4). Streamlit's own message and upload types, no server: the policies are
+what serve.py installs in front of Streamlit's Runtime and upload store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+from tests.support.waiting import wait_for
+from ui import control_messages
+from ui.control_messages import ControlPolicy
+from ui.upload_caps import CappedUploads, UploadGate
+
+MIB = 2**20
+
+
+class FakeRuntime:
+    """Streamlit's Runtime as the websocket handler sees it: handle_backmsg(session_id, msg, client=...)."""
+
+    def __init__(self) -> None:
+        self.handled: list[tuple[str, BackMsg]] = []
+
+    def handle_backmsg(self, session_id: str, msg: BackMsg, *, client=None) -> None:
+        self.handled.append((session_id, msg))
+
+
+def rerun(query: str, fragment: str = "") -> BackMsg:
+    return BackMsg(rerun_script=ClientState(query_string=query, fragment_id=fragment))
+
+
+def test_cache_clearing_and_developer_messages_are_dropped() -> None:
+    """N2: `clear_cache` emptied every cached model for every visitor; a served app never acts on it."""
+    runtime_class = type("Runtime", (FakeRuntime,), {})
+    policy = control_messages.install(runtime_class)
+    assert control_messages.install(runtime_class) is policy  # installed once
+    runtime = runtime_class()
+    for msg in (BackMsg(clear_cache=True), BackMsg(set_run_on_save=True), BackMsg(load_git_info=True)):
+        runtime.handle_backmsg("s1", msg, client=None)
+    runtime.handle_backmsg("s1", BackMsg(app_heartbeat=True), client=None)
+    assert [m.WhichOneof("type") for _, m in runtime.handled] == ["app_heartbeat"] and policy.dropped == 3
+
+
+def test_a_rerun_flood_runs_one_script_at_a_time_and_the_newest_state_still_arrives() -> None:
+    """N3: 100 reruns at once from one session: the first runs, INTERRUPT_BURST may stop it, the rest wait for the
+    run to end, and only the newest of them (per fragment) runs then; another session's runs are its own."""
+    delivered: list[str] = []
+
+    async def flood() -> None:
+        policy = ControlPolicy(burst=3, per_s=1.0, stuck_s=30.0)
+        for i in range(100):
+            msg = rerun(f"page={i}")
+            policy.admit("s1", msg, lambda m=msg: delivered.append(m.rerun_script.query_string))
+        policy.admit("s1", rerun("tick", "fragment-a"), lambda: delivered.append("fragment-a"))
+        policy.admit("s2", rerun("other"), lambda: delivered.append("other"))
+        assert delivered == ["page=0", "page=1", "page=2", "page=3", "other"]
+        policy.finished("s1")  # the script_finished the session sends its browser
+        assert delivered[5:] == ["page=99"]
+        policy.finished("s1")
+        assert delivered[6:] == ["fragment-a"]
+        policy.finished("s1")
+        assert len(delivered) == 7 and policy.delivered == 7 and policy.held == 97
+
+    asyncio.run(flood())
+
+
+def test_a_run_whose_end_is_never_seen_does_not_hold_the_session_for_ever() -> None:
+    delivered: list[str] = []
+
+    async def lost_finish() -> None:
+        policy = ControlPolicy(burst=0, per_s=0.0, stuck_s=0.2)
+        policy.admit("s1", rerun("first"), lambda: delivered.append("first"))
+        policy.admit("s1", rerun("second"), lambda: delivered.append("second"))
+        assert delivered == ["first"]
+        for _ in range(100):
+            if len(delivered) == 2:
+                break
+            await asyncio.sleep(0.1)
+
+    asyncio.run(lost_finish())
+    assert delivered == ["first", "second"]
+
+
+def test_a_visitor_within_budget_is_never_held() -> None:
+    """A run per click, each ending before the next click; and a few quick clicks during one run."""
+    now = [0.0]
+    policy = ControlPolicy(clock=lambda: now[0])
+    delivered = []
+    for i in range(200):
+        now[0] = i * 0.3
+        policy.admit("s1", rerun(str(i)), lambda i=i: delivered.append(i))
+        policy.finished("s1")
+    for i in range(3):  # three clicks while a run is under way: each stops it at once, as Streamlit's fastReruns
+        policy.admit("s1", rerun(f"quick{i}"), lambda i=i: delivered.append(f"quick{i}"))
+    assert delivered == [*range(200), "quick0", "quick1", "quick2"] and policy.held == 0
+
+
+def record(session: str, file_id: str, size: int) -> tuple[str, UploadedFileRec]:
+    return session, UploadedFileRec(file_id=file_id, name=f"{file_id}.jpg", type="image/jpeg", data=b"x" * size)
+
+
+def test_uploads_are_capped_per_session_and_per_server() -> None:
+    """N4: 40 x 24 MB from one booth visitor held about 1 GB; now a page holds at most its caps (429 past them)."""
+    store = CappedUploads("/_stcore/upload_file", session_files=3, session_bytes=10 * MIB, server_bytes=16 * MIB,
+                          unclaimed_s=600)
+    for i in range(3):
+        store.add_file(*record("s1", f"f{i}", MIB))
+    with pytest.raises(HTTPException, match="already holds 3 uploads") as refused:
+        store.add_file(*record("s1", "f3", MIB))
+    assert refused.value.status_code == 429
+    store.add_file(*record("s1", "f2", 2 * MIB))  # the same file again replaces itself
+    store.add_file(*record("s2", "big", 9 * MIB))
+    with pytest.raises(HTTPException, match="already holds 9 MB"):
+        store.add_file(*record("s2", "bigger", 2 * MIB))
+    store.add_file(*record("s3", "a", 2 * MIB))
+    with pytest.raises(HTTPException, match="the server holds too many uploads"):
+        store.add_file(*record("s3", "b", 2 * MIB))
+    assert sum(len(f.data) for held in store.file_storage.values() for f in held.values()) == 15 * MIB
+    assert store.refused == 3
+
+
+def test_an_upload_no_run_reads_is_dropped() -> None:
+    """N4: a file uploaded and never read by a script run (no widget took it) goes; one that a run read stays."""
+    store = CappedUploads("/_stcore/upload_file", unclaimed_s=0.3)
+    store.add_file(*record("s1", "unused", MIB))
+    store.add_file(*record("s1", "used", MIB))
+    assert [f.file_id for f in store.get_files("s1", ["used"])] == ["used"]  # the uploader widget's read
+    wait_for(lambda: store.dropped == 1, timeout=30)
+    time.sleep(0.5)
+    assert [f.file_id for f in store.get_files("s1", ["unused", "used"])] == ["used"] and store.dropped == 1
+
+
+def test_an_upload_past_the_pages_count_is_refused_before_its_body() -> None:
+    app = Starlette(routes=[Route("/{path:path}", lambda request: PlainTextResponse("stored"), methods=["PUT"])])
+    gate = UploadGate(app, per_session=2, per_server=8)
+    client = TestClient(gate)
+    assert client.put("/_stcore/upload_file/s1/f1", content=b"x").text == "stored"
+    gate.inflight["s1"] = 2  # two of this page's uploads under way
+    assert client.put("/_stcore/upload_file/s1/f3", content=b"x").status_code == 429
+    assert client.put("/_stcore/upload_file/s2/f1", content=b"x").text == "stored"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +30,7 @@ import torch
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError, UsageError, error_summary
+from dlguide_core.inference.export_files import JOB_SUFFIX, owner_tag, remove_stale_temporaries
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import EvalPreset
 
@@ -159,7 +159,7 @@ def _export_in_child(loaded: LoadedModel, cache: Path, exporter: str, opset: int
            "metadata": _metadata(loaded, exporter)}
     remove_stale_temporaries(cache.parent)
     # The owner's pid in the name: a parent killed before its `finally` leaves a file the next export removes.
-    fd, job_name = tempfile.mkstemp(prefix=f"{cache.name}.{_owner_tag()}.", suffix=JOB_SUFFIX, dir=cache.parent)
+    fd, job_name = tempfile.mkstemp(prefix=f"{cache.name}.{owner_tag()}.", suffix=JOB_SUFFIX, dir=cache.parent)
     os.close(fd)
     try:
         torch.save(job, job_name)
@@ -173,49 +173,6 @@ def _export_in_child(loaded: LoadedModel, cache: Path, exporter: str, opset: int
         Path(job_name).unlink(missing_ok=True)
     if done.returncode != 0:
         raise ExportError(_child_failure(done.returncode, done.stderr, exporter))
-
-
-JOB_SUFFIX = ".job"  # the weights handed to the export child (~100 MB for Inception v3)
-_OWNER = re.compile(r"\.pid(\d+)@([^.]+)\.")  # the owning process and its host, in a temporary's name
-
-
-def _owner_tag() -> str:
-    import socket
-
-    return f"pid{os.getpid()}@{socket.gethostname().split('.')[0]}"
-
-
-def remove_stale_temporaries(folder: Path) -> list[Path]:
-    """Remove the export temporaries (job files, unfinished ONNX files) in `folder` whose owning process on this
-    host is gone (its parent killed before its `finally`); returns them. Another host's (a shared DLGUIDE_HOME),
-    or one named by an older dlguide, counts as stale only after EXPORT_TIMEOUT_S."""
-    import socket
-
-    here = socket.gethostname().split(".")[0]
-    removed = []
-    for path in [*folder.glob(f"*{JOB_SUFFIX}"), *folder.glob("*.onnx.*.tmp")]:
-        owner = _OWNER.search(path.name)
-        try:
-            if owner and owner.group(2) == here:
-                stale = not _alive(int(owner.group(1)))
-            else:
-                stale = time.time() - path.stat().st_mtime > EXPORT_TIMEOUT_S
-            if stale:
-                path.unlink()
-                removed.append(path)
-        except OSError:  # removed meanwhile by another process
-            continue
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def _child_env() -> dict[str, str]:
@@ -258,7 +215,7 @@ def write_checked(proto: Any, path: Path, metadata: dict[str, str]) -> None:
 
     onnx.helper.set_model_props(proto, metadata)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.{_owner_tag()}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.{owner_tag()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         onnx.save(proto, tmp_name)

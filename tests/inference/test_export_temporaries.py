@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from dlguide_core.cli.main import main
-from dlguide_core.inference import export
+from dlguide_core.inference import export_files
 from tests.support.checkpoints import toy_checkpoint
 from tests.support.paths import ROOT
 from tests.support.waiting import wait_for
@@ -33,14 +33,14 @@ def test_stale_temporaries_of_dead_owners_are_removed(isolated_home) -> None:
     folder.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    host = export._owner_tag().split("@")[1]
+    host = export_files.owner_tag().split("@")[1]
     gone = [folder / f"a.onnx.pid{dead.pid}@{host}.x1.job", folder / f"a.onnx.pid{dead.pid}@{host}.x2.tmp"]
-    kept = [folder / f"a.onnx.{export._owner_tag()}.x3.job",  # ours: alive
+    kept = [folder / f"a.onnx.{export_files.owner_tag()}.x3.job",  # ours: alive
             folder / f"a.onnx.pid{dead.pid}@otherhost.x4.job",  # another host's: only after EXPORT_TIMEOUT_S
             folder / "a.onnx"]
     for path in gone + kept:
         path.write_bytes(b"x")
-    assert sorted(export.remove_stale_temporaries(folder)) == sorted(gone)
+    assert sorted(export_files.remove_stale_temporaries(folder)) == sorted(gone)
     assert all(p.exists() for p in kept)
 
 
@@ -67,7 +67,7 @@ def test_killing_the_parent_of_an_export_leaves_no_weights_copy(isolated_home, t
         while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
             assert time.monotonic() < deadline, "the export child outlived its parent"
             time.sleep(0.1)
-        export.remove_stale_temporaries(folder)  # what the next export does first
+        export_files.remove_stale_temporaries(folder)  # what the next export does first
         assert not list(folder.glob("*.job")) and not list(folder.glob("*.tmp"))
     finally:
         if parent.poll() is None:

@@ -157,9 +157,11 @@ def test_delete_asks_first_naming_what_is_lost_and_never_deletes_twice() -> None
     assert not at.exception, at.exception
     assert [j.id for j in store.list_jobs()] == [keep] and not folder.exists()
     assert list(at.dataframe[0].value["job"]) == [keep]
-    assert any(f"Deleted job {gone}" in s.value for s in at.success)
-    # the picker is now on the other job: a second click on Delete only asks again
-    assert at.selectbox(key="train_action_job").value == keep
+    assert any(f"(job {gone})" in s.value and s.value.startswith("Deleted") for s in at.success)
+    # nothing is under the buttons until the user picks (the next job's Delete is never one click away)
+    assert at.selectbox(key="train_action_job").value is None
+    assert "train_delete" not in [b.key for b in at.button]
+    at.selectbox(key="train_action_job").set_value(keep).run()
     at.button(key="train_delete").click().run()
     assert [j.id for j in store.list_jobs()] == [keep]
     assert any(keep in w.value and "for good" in w.value for w in at.warning)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import serve
 from dlguide_core.jobs.store import JobStore
@@ -25,16 +26,23 @@ REASON = ("Fashion-MNIST is not available offline: download the four files into 
           "and pick it")
 
 
-def _seed(store: JobStore, status: str, error: str | None = None) -> str:
+def _seed(store: JobStore, status: str, error: str | None = None, name: str | None = None,
+          checkpoint: bool = False) -> str:
+    """A cifar_net job written straight into the store; "running" stays running in this (alive) test process."""
     cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
-    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__}, name=name)
     store.claim(job.id, os.getpid())
     store.set_plan(job.id, 3, 1, ("a", "b"))
     now = time.time()
     store.add_steps([(job.id, s, 0, 2.0 / s, 0.001, 40.0, now + s * 0.01, None) for s in (1, 2, 3)])
     store.add_epoch(job.id, 0, {"train_loss": 1.0, "val_loss": 1.1, "top1": 50.0, "top5": 100.0,
                                 "per_class": {"a": 40.0, "b": 60.0}})
-    store.finish(job.id, status, error)
+    if checkpoint:
+        path = job.job_dir / "checkpoint.pt"
+        path.write_bytes(b"stand-in")
+        store.set_checkpoint(job.id, path, 3, 0)
+    if status != "running":
+        store.finish(job.id, status, error)
     return job.id
 
 
@@ -52,7 +60,8 @@ def served(tmp_path_factory, browser) -> Iterator[tuple[str, dict[str, str], Pat
         store.close()
     port = free_port()
     env = {**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(tmp / "roots"),
-           "DLGUIDE_OFFLINE": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
+           "DLGUIDE_OFFLINE": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1",
+           "DLGUIDE_MAX_JOBS": "1"}  # a running job holds the only slot: a resumed one stays queued, no process
     with open(tmp / "streamlit.log", "wb") as log:
         proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -84,8 +93,19 @@ def page(served, browser) -> Iterator:
 
 
 def _pick_job(page, job_id: str) -> None:
-    page.locator(".st-key-train_action_job").click()
-    page.get_by_role("option", name=re.compile(f"^{job_id}")).click()
+    """Open the Job picker and pick `job_id` ("name · status · id"); opened again if a redraw closed it."""
+    page.locator(".st-key-train_action_job input").wait_for()
+    option = page.get_by_role("option", name=re.compile(f"{re.escape(job_id)}$"))
+    for _ in range(8):
+        page.locator(".st-key-train_action_job input").click()
+        try:
+            option.wait_for(timeout=15_000)
+            option.click(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    page.wait_for_function(f"() => (document.querySelector('.st-key-train_action_job input') || {{}}).value"
+                           f"?.endsWith('{job_id}')", timeout=60_000)
 
 
 def test_a_page_with_nothing_running_sends_nothing_to_the_server(page) -> None:
@@ -114,10 +134,10 @@ def test_delete_asks_first_and_then_deletes_one_job(page, served) -> None:
     jobs, home = served[1], served[2]
     _pick_job(page, jobs["doomed"])
     page.get_by_role("button", name="Delete…").click()
-    page.get_by_text(re.compile(f"Delete job {jobs['doomed']} .* for good")).wait_for()
+    page.get_by_text(re.compile(f"Delete “cifar_net · .*” \\(job {jobs['doomed']},.* for good")).wait_for()
     assert JobStore(home / "jobs.db").get(jobs["doomed"]).status == "succeeded"
     page.get_by_role("button", name="Delete for good").click()
-    page.get_by_text(f"Deleted job {jobs['doomed']}.").wait_for()
+    page.get_by_text(f"(job {jobs['doomed']}).").wait_for()
     remaining = {j.id for j in JobStore(home / "jobs.db").list_jobs(refresh=False)}
     assert remaining == {jobs["failed"], jobs["kept"]}
 
@@ -128,3 +148,64 @@ def test_no_request_leaves_the_app(page, served) -> None:
     page.get_by_text("Classify").first.wait_for()
     page.wait_for_timeout(2000)
     assert page.hosts == {url.split("/")[2]}, page.hosts
+
+
+def _after_reruns(page, count: int) -> None:
+    """Wait until the page has asked for `count` more reruns (the panel's timer) and drawn the last one."""
+    target = len(page.sent) + count
+    page.wait_for_function("() => true")  # a round trip, so frames already in flight are counted
+    deadline = time.monotonic() + 120
+    while len(page.sent) < target and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+    assert len(page.sent) >= target, "the panel stopped rerunning"
+    page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
+
+
+def _picked(page) -> str:
+    """What the Job picker shows ("" when nothing is picked)."""
+    return page.locator(".st-key-train_action_job input").input_value()
+
+
+def _one_job_named(page, job_id: str) -> None:
+    """The picker and the summary name `job_id`."""
+    assert _picked(page).endswith(job_id), _picked(page)
+    assert job_id in page.locator(".st-key-train_job_summary").inner_text()
+
+
+def test_resume_then_delete_keep_every_part_of_the_page_on_one_job(page, served) -> None:
+    """Issue 31, 1: after Resume the picker, the summary and the buttons stay on the resumed job while the panel
+    reruns; after a Delete nothing is selected (no other job's Delete one click away), however long one looks."""
+    url, jobs, home = served
+    store = JobStore(home / "jobs.db")
+    paused = _seed(store, "cancelled", name="paused run", checkpoint=True)
+    holder = _seed(store, "running", name="holder")  # the newest job (the picker's first), it keeps the panel live
+    try:
+        page.goto(f"{url}/train")
+        _pick_job(page, paused)
+        page.get_by_role("button", name="Resume").click()
+        page.get_by_text(f"Resumed paused run ({paused}): queued.").wait_for()
+        _after_reruns(page, 4)
+        assert store.get(paused).status == "queued"
+        _one_job_named(page, paused)
+        assert _picked(page) == f"paused run · queued · {paused}"
+        # a queued job's buttons (the holder, running, would have the same: the picker and summary say which)
+        assert page.get_by_role("button", name="Cancel").is_enabled()
+        assert page.get_by_role("button", name="Delete…").is_disabled()
+
+        _pick_job(page, jobs["kept"])
+        page.get_by_role("button", name="Delete…").click()
+        question = page.locator(".st-key-train_delete_box").inner_text()
+        assert f"(job {jobs['kept']}, cifar_net, succeeded)" in question, question
+        page.get_by_role("button", name="Delete for good").click()
+        page.get_by_text(f"(job {jobs['kept']}).").wait_for()
+        _after_reruns(page, 3)
+        assert _picked(page) == ""
+        assert page.get_by_role("button", name="Delete…").count() == 0
+        assert page.locator(".st-key-train_job_summary").count() == 0
+
+        _pick_job(page, paused)
+        page.locator(".st-key-train_job_summary").get_by_text(f"paused run · job {paused}").wait_for()
+        _one_job_named(page, paused)
+    finally:
+        store.finish(holder, "cancelled")
+        store.close()

@@ -590,3 +590,22 @@ def test_the_booth_page_keeps_its_kiosk_address():
     for page in pages:
         url = {k.arg: k.value for k in page.keywords}.get("url_path")
         assert isinstance(url, ast.Constant) and url.value == "kiosk", ast.unparse(page)
+
+
+# Plotly's trace types that draw with WebGL: each plot holds a WebGL context, browsers keep about 16 per page.
+WEBGL_TRACES = {"Scattergl", "Scatterpolargl", "Splom", "Parcoords", "Heatmapgl", "Pointcloud", "Scatter3d",
+                "Surface", "Mesh3d", "Cone", "Streamtube", "Volume", "Isosurface"}
+
+
+def test_charts_draw_with_svg_not_webgl():
+    # Issue 31: the Train page drew its curves with go.Scattergl; every redraw of a live page made new WebGL
+    # contexts (134 in 90 s) and the browser dropped the oldest, blanking the loss chart. Downsampled SVG instead.
+    offenders = []
+    for path in [*UI, *PAGES]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+            if name in WEBGL_TRACES:
+                offenders.append(f"{path.name}:{node.lineno} {name}")
+            if isinstance(node, ast.Constant) and node.value == "webgl":  # plotly.express render_mode="webgl"
+                offenders.append(f"{path.name}:{node.lineno} 'webgl'")
+    assert not offenders, f"WebGL charts (a context per redraw; use go.Scatter): {offenders}"

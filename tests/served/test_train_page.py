@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,7 +62,8 @@ def served(tmp_path_factory, browser) -> Iterator[tuple[str, dict[str, str], Pat
     port = free_port()
     env = {**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(tmp / "roots"),
            "DLGUIDE_OFFLINE": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1",
-           "DLGUIDE_MAX_JOBS": "1"}  # a running job holds the only slot: a resumed one stays queued, no process
+           "DLGUIDE_MAX_JOBS": "1",  # a running job holds the only slot: a resumed one stays queued, no process
+           "DLGUIDE_REFRESH_S": "0.5"}  # a live panel redraws 4x as often as by default: many redraws, little wall time
     with open(tmp / "streamlit.log", "wb") as log:
         proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -208,4 +210,65 @@ def test_resume_then_delete_keep_every_part_of_the_page_on_one_job(page, served)
         _one_job_named(page, paused)
     finally:
         store.finish(holder, "cancelled")
+        store.close()
+
+
+# Counts, in the page, every WebGL context made (HTMLCanvasElement.getContext) and every redraw of a chart whose
+# data changed (polled every 50 ms: a conservative count).
+WATCH_CHARTS = """
+window.__webgl = 0; window.__redraws = 0;
+const made = new WeakSet(), getContext = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
+  const context = getContext.call(this, type, ...rest);
+  if (context && /webgl/i.test(String(type)) && !made.has(context)) { made.add(context); window.__webgl++; }
+  return context;
+};
+const last = new Map();
+setInterval(() => {
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (plot.layout && plot.layout.title && plot.layout.title.text) || '';
+    const shape = (plot.data || []).map(t => (t.x && t.x.bdata !== undefined ? t.x.bdata : t.x || []).length)
+      .join(',');  // a numpy array arrives as {dtype, bdata}
+    if (last.has(title) && last.get(title) !== shape) window.__redraws++;
+    last.set(title, shape);
+  }
+}, 50);
+"""
+LOSS_CHART = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .some(p => ((p.layout.title || {}).text || '').includes('Training loss per step') && p.data.length > 0)"""
+LOSS_CHART_DRAWN = """() => {
+  const plot = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(p => ((p.layout.title || {}).text || '').includes('Training loss per step'));
+  return !!plot && plot.data.length > 0 && plot.querySelectorAll('.scatterlayer path.js-line').length > 0
+    && plot.querySelectorAll('.xaxislayer-above .xtick').length > 0;
+}"""
+
+
+def test_the_charts_of_a_running_job_stay_drawn_over_many_redraws(page, served) -> None:
+    """Issue 31, 2: the page made a WebGL context per redraw of each chart (scattergl) and the browser dropped
+    the oldest past 16, blanking the loss chart. Steps arrive while the page redraws its charts 100 times."""
+    url, _, home = served
+    store = JobStore(home / "jobs.db")
+    live = _seed(store, "running", name="live")
+    done = threading.Event()
+
+    def steps() -> None:  # the job's process, as far as the page can tell: a step every 0.2 s
+        step = 3
+        while not done.wait(0.2):
+            step += 1
+            store.add_steps([(live, step, 0, 2.0 / step, 0.001, 40.0, time.time(), None)])
+
+    writer = threading.Thread(target=steps, daemon=True)
+    writer.start()
+    try:
+        page.add_init_script(WATCH_CHARTS)
+        page.goto(f"{url}/train")
+        page.wait_for_function(LOSS_CHART, timeout=240_000)
+        page.wait_for_function("() => window.__redraws >= 100", timeout=300_000, polling=1000)
+        assert page.evaluate("window.__webgl") <= 2, page.evaluate("window.__webgl")
+        assert page.evaluate(LOSS_CHART_DRAWN), "the loss chart lost its lines or axes"
+    finally:
+        done.set()
+        writer.join()
+        store.finish(live, "cancelled")
         store.close()

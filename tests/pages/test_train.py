@@ -122,6 +122,12 @@ def test_cancel_button_asks_a_running_job_to_stop() -> None:
     at.button(key="train_cancel").click().run()
     assert not at.exception, at.exception
     assert store.cancel_requested(running) and store.get(running).status == "running"  # stops at its next step
+    # issue 31, 6: until it ends the job says so, everywhere, and Cancel is off (not a second cancel)
+    cancel = at.button(key="train_cancel")
+    assert cancel.disabled and cancel.help.startswith("Cancel requested")
+    assert at.dataframe[0].value.set_index("job").loc[running, "status"] == "cancel requested"
+    assert at.selectbox(key="train_action_job").format_func(running).endswith(f"· cancel requested · {running}")
+    assert any(t.value.startswith("cifar_net · ") and running in t.value for t in at.text)  # the summary's line
 
 
 def test_resume_button_requeues_a_cancelled_job(monkeypatch) -> None:

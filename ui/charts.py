@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from dlguide_core.jobs.job import epoch_label
+
 # one colour per run in every chart (Plotly's qualitative palette, in the order the runs were created)
 PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
            "#FECB52")
@@ -26,10 +28,11 @@ def run_colors(run_ids: list[str]) -> dict[str, str]:
 
 
 def _color_of(trace_name: str, colors: dict[str, str] | None) -> str | None:
-    """A trace named "<run> ..." takes its run's colour."""
+    """A trace named "<run> ..." takes its run's colour (run names may have spaces: the longest that fits)."""
     if not colors:
         return None
-    return colors.get(trace_name) or colors.get(trace_name.split(" ", 1)[0])
+    runs = [run for run in colors if trace_name == run or trace_name.startswith(run + " ")]
+    return colors[max(runs, key=len)] if runs else None
 
 
 def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
@@ -94,7 +97,7 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool, colors: dict[str, st
     """(loss, val accuracy) per epoch of each run, from the store's epoch rows."""
     losses, accuracy = {}, {}
     for name, rows in runs.items():
-        x = [r["epoch"] for r in rows]
+        x = [epoch_label(r["epoch"]) for r in rows]  # 1 = the first, as the table and the log count
         losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
         losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
         accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")

@@ -20,6 +20,7 @@ from ui.executors import job_note, scheduler_banner, where
 from ui.job_view import picked_job, select_job
 from ui.live_curves import join_comparison, live_curves
 from ui.polling import live_fragment
+from ui.tables import with_dashes
 
 
 def job_started(store: JobStore, job: Job) -> None:
@@ -92,7 +93,7 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
     frame = frame.drop(columns=[c for c in ("name", "tags") if not frame[c].any()])
     if (frame["runs on"] == "this machine").all():
         frame = frame.drop(columns=["runs on"])
-    st.dataframe(frame, hide_index=True, key="train_jobs_table",
+    st.dataframe(with_dashes(frame), hide_index=True, key="train_jobs_table",
                  column_config={"epoch": st.column_config.NumberColumn("epoch", help="Epoch the last step was in "
                                                                        "(1 = the first)")})
     return summaries

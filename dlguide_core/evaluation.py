@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader, Subset
 from torchvision.datasets import ImageFolder
 
-from dlguide_core.data.image_folders import readable_names
+from dlguide_core.data.class_words import readable_names
 from dlguide_core.data.safe_folders import SafeImageFolder
 from dlguide_core.errors import DlguideError
 from dlguide_core.vision.classify import predict_logits

@@ -640,3 +640,20 @@ def test_streamlit_secrets_are_never_committed_nor_baked_into_an_image():
         assert ".streamlit/secrets.toml" in lines, name
     ignored = subprocess.run(["git", "check-ignore", "-q", ".streamlit/secrets.toml"], cwd=ROOT)
     assert ignored.returncode == 0
+# Plotly's trace types that draw with WebGL: each plot holds a WebGL context, browsers keep about 16 per page.
+WEBGL_TRACES = {"Scattergl", "Scatterpolargl", "Splom", "Parcoords", "Heatmapgl", "Pointcloud", "Scatter3d",
+                "Surface", "Mesh3d", "Cone", "Streamtube", "Volume", "Isosurface"}
+
+
+def test_charts_draw_with_svg_not_webgl():
+    # Issue 31: the Train page drew its curves with go.Scattergl; every redraw of a live page made new WebGL
+    # contexts (134 in 90 s) and the browser dropped the oldest, blanking the loss chart. Downsampled SVG instead.
+    offenders = []
+    for path in [*UI, *PAGES]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+            if name in WEBGL_TRACES:
+                offenders.append(f"{path.name}:{node.lineno} {name}")
+            if isinstance(node, ast.Constant) and node.value == "webgl":  # plotly.express render_mode="webgl"
+                offenders.append(f"{path.name}:{node.lineno} 'webgl'")
+    assert not offenders, f"WebGL charts (a context per redraw; use go.Scatter): {offenders}"

@@ -1,12 +1,19 @@
 """Plotly figures of training runs: the booth's loss ticker, the Train page's overlaid curves (per step and per
 epoch), its smoothed per-step loss, and accuracy per class (a run's last epoch, an evaluation). Figures only: the
-pages place them (st.plotly_chart, with their keys)."""
+pages place them (st.plotly_chart, with their keys).
+
+Every trace is SVG (go.Scatter), never WebGL (go.Scattergl): Plotly makes a WebGL context per WebGL plot it
+draws, and a live page redraws its charts every few seconds; browsers keep about 16 contexts per page and drop
+the oldest, blanking a chart (issue 31: 134 contexts made, 54 dropped, in 90 s of a running job's page). The
+series are downsampled to a few thousand points first, which SVG draws without effort."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+
+from dlguide_core.jobs.job import epoch_label
 
 # one colour per run in every chart (Plotly's qualitative palette, in the order the runs were created)
 PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
@@ -21,10 +28,11 @@ def run_colors(run_ids: list[str]) -> dict[str, str]:
 
 
 def _color_of(trace_name: str, colors: dict[str, str] | None) -> str | None:
-    """A trace named "<run> ..." takes its run's colour."""
+    """A trace named "<run> ..." takes its run's colour (run names may have spaces: the longest that fits)."""
     if not colors:
         return None
-    return colors.get(trace_name) or colors.get(trace_name.split(" ", 1)[0])
+    runs = [run for run in colors if trace_name == run or trace_name.startswith(run + " ")]
+    return colors[max(runs, key=len)] if runs else None
 
 
 def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
@@ -36,14 +44,14 @@ def loss_figure(steps: list, losses: list, height: int = 220) -> go.Figure:
 
 def curve_figure(series: dict[str, tuple], title: str, *, log_y: bool = False, height: int = 300,
                  colors: dict[str, str] | None = None) -> go.Figure:
-    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}; WebGL keeps 100k-step runs fluid.
+    """Line chart of several runs: {name: (x, y)} or {name: (x, y, dash)}, already downsampled (SVG).
     A short series gets markers (a one-point epoch chart shows its point); `colors` maps run ids to colours."""
     fig = go.Figure()
     for name, data in series.items():
         x, y = data[0], data[1]
         dash = data[2] if len(data) > 2 else "solid"
         mode = "lines+markers" if len(x) <= MARKERS_UP_TO else "lines"
-        fig.add_trace(go.Scattergl(x=x, y=y, mode=mode, name=name, marker=dict(size=7),
+        fig.add_trace(go.Scatter(x=x, y=y, mode=mode, name=name, marker=dict(size=7),
                                    line=dict(dash=dash, width=1.5, color=_color_of(name, colors))))
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), hovermode="x unified",
                       legend=dict(orientation="h", y=-0.2), yaxis_type="log" if log_y else "linear",
@@ -73,11 +81,11 @@ def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, 
         raw_x, raw_y = downsample(cols["step"], cols["loss"], max_points)
         color = _color_of(name, colors)
         mode = "lines+markers" if len(raw_x) <= 1 else "lines"
-        fig.add_trace(go.Scattergl(x=raw_x, y=raw_y, mode=mode, name=f"{name} raw", opacity=0.3,
+        fig.add_trace(go.Scatter(x=raw_x, y=raw_y, mode=mode, name=f"{name} raw", opacity=0.3,
                                    line=dict(width=1, color=color)))
         if smoothing > 0:
             sm_x, sm_y = stride(cols["step"], ema(cols["loss"], smoothing), max_points)
-            fig.add_trace(go.Scattergl(x=sm_x, y=sm_y, mode=mode, name=f"{name} EMA {smoothing:.2f}",
+            fig.add_trace(go.Scatter(x=sm_x, y=sm_y, mode=mode, name=f"{name} EMA {smoothing:.2f}",
                                        line=dict(width=2, color=color)))
     fig.update_layout(title="Training loss per step", height=340, margin=dict(l=10, r=10, t=40, b=10),
                       hovermode="x unified", legend=dict(orientation="h", y=-0.2), xaxis_title="step",
@@ -89,7 +97,7 @@ def epoch_figures(runs: dict[str, list[dict]], log_y: bool, colors: dict[str, st
     """(loss, val accuracy) per epoch of each run, from the store's epoch rows."""
     losses, accuracy = {}, {}
     for name, rows in runs.items():
-        x = [r["epoch"] for r in rows]
+        x = [epoch_label(r["epoch"]) for r in rows]  # 1 = the first, as the table and the log count
         losses[f"{name} train"] = (x, [r["train_loss"] for r in rows], "solid")
         losses[f"{name} val"] = (x, [r["val_loss"] for r in rows], "dash")
         accuracy[f"{name} top-1"] = (x, [r["top1"] for r in rows], "solid")

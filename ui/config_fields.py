@@ -68,12 +68,14 @@ def _inside(end: float, toward: float, whole: bool) -> float:
 
 def field_input(column: DeltaGenerator, config_cls: type, name: str, key: str, *,
                 options: Sequence[str] | None = None, low: float | None = None, high: float | None = None,
-                disabled: bool = False, label: str | None = None, placeholder: str | None = None) -> Any:
+                disabled: bool = False, label: str | None = None, placeholder: str | None = None,
+                default: Any = None) -> Any:
     """Field `name`'s widget in `column`, and the config value it holds: a selectbox over its choices (or the
     form's `options`: the weights found), a checkbox for a switch, a text input for text, else a number input
     over `number_range` (an optional field's 0 is None; a default below a raised low end starts there).
     `label` adds to the declared label what only the page knows (the kind of device this machine has)."""
-    spec, default, tip = declared(config_cls, name), default_of(config_cls, name), field_help(name)
+    spec, tip = declared(config_cls, name), field_help(name)
+    default = default_of(config_cls, name) if default is None else default  # the page's, when it knows better
     label = label or spec.form_title()
     choices = {o: o for o in options} if options is not None else offered_choices(config_cls, name)
     if choices is not None:

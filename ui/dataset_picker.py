@@ -11,6 +11,7 @@ import streamlit as st
 
 from dlguide_core import settings
 from dlguide_core.data import cifar10, image_folders, tiny_imagenet
+from dlguide_core.data.class_words import readable_names
 from dlguide_core.errors import DlguideError
 from ui.progress import download_bar
 
@@ -61,9 +62,9 @@ def download_section(roots: list) -> None:
                 "CIFAR-10 (163 MB)": cifar10.fetch_cifar10}
     for column, (label, fetch) in zip((left, right), fetchers.items()):
         if column.button(f"Download {label}", key=f"train_download_{label.split()[0]}"):
-            progress = download_bar(f"Downloading {label}")
             try:
-                fetch(roots[0], progress)
+                with download_bar(f"Downloading {label}") as progress:
+                    fetch(roots[0], progress)
                 st.rerun()
             except DlguideError as exc:
                 st.error(str(exc), icon=":material/block:")
@@ -75,7 +76,7 @@ def dataset_browser(info: image_folders.DatasetInfo) -> None:
     import plotly.graph_objects as go
 
     ids = list(info.train_counts)
-    names = dict(zip(ids, image_folders.readable_names(info.path, tuple(ids)), strict=True))
+    names = dict(zip(ids, readable_names(info.path, tuple(ids)), strict=True))
     fig = go.Figure(go.Bar(x=[names[i] for i in ids], y=list(info.train_counts.values()), customdata=ids,
                            marker_color="#1f5fbf", hovertemplate="%{x} (%{customdata}): %{y} train images"
                            "<extra></extra>"))

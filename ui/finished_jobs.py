@@ -6,12 +6,15 @@ from __future__ import annotations
 import streamlit as st
 
 from dlguide_core import settings
+from dlguide_core.jobs.job import display_label
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from ui.evaluation import evaluation_form
 
 
 def export_section(store: JobStore, all_jobs: list[Job]) -> None:
-    job_id = st.selectbox("Export a job's metrics", [j.id for j in all_jobs], key="train_export_job")
+    labels = {j.id: display_label(j) for j in all_jobs}
+    job_id = st.selectbox("Export a job's metrics", list(labels), key="train_export_job",
+                          format_func=lambda i: labels.get(i, i))
     st.download_button("Download CSV", store.export_csv(job_id), file_name=f"{job_id}.csv", mime="text/csv",
                        key="train_export_csv")
     st.caption(f"Every job also writes TensorBoard event files: `tensorboard --logdir {settings.home() / 'jobs'}` "
@@ -35,7 +38,7 @@ def evaluate_section(all_jobs: list[Job]) -> None:
     if st.session_state.get("train_eval_job") not in by_id:
         st.session_state.pop("train_eval_job", None)
     job = by_id[st.selectbox("Job", list(by_id), key="train_eval_job",
-                             format_func=lambda i: f"{i} · {by_id[i].recipe} · {by_id[i].status}")]
+                             format_func=lambda i: f"{display_label(by_id[i])} · {by_id[i].status}")]
     if (checkpoint := job.checkpoint_file) is None:  # deleted since the list was made
         st.info(f"The checkpoint of {job.id} is gone.")
         return

@@ -10,6 +10,7 @@ from typing import Literal
 import streamlit as st
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.jobs.job import display_name, status_word
 from dlguide_core.jobs.logs import job_log
 from dlguide_core.jobs.store import ACTIVE, RESUMABLE, Job, JobStore, JobSummary
 from ui.auth import act_on_job
@@ -19,7 +20,37 @@ from ui.executors import resume as resume_job
 
 BadgeColor = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]  # st.badge's
 STATUS_COLOR: dict[str, BadgeColor] = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red",
-                                       "cancelled": "orange", "interrupted": "orange"}
+                                       "cancelled": "orange", "interrupted": "orange", "cancel requested": "orange"}
+# The one source of truth for the job under the picker, the summary and the buttons (not a widget key: the
+# picker's own value is its label, which changes with the job's status and would drop the selection to the
+# first job). Absent: nothing picked yet (the newest job is shown); None: nothing on purpose (its job was deleted).
+SELECTED = "train_selected_job"
+PICKER = "train_action_job"
+
+
+def select_job(job_id: str | None) -> None:
+    """Put `job_id` under the picker, the summary and the buttons (None: no job, after a delete)."""
+    st.session_state[SELECTED] = job_id
+
+
+def _picked_by_user() -> None:
+    """The picker's on_change: a job the user picked becomes the selection. A stale label the browser still holds
+    (the job's status changed since it was drawn) is not a job id, and moves nothing."""
+    value = st.session_state.get(PICKER)
+    if value in st.session_state.get("train_picker_ids", ()):
+        select_job(value)
+
+
+def selected_job_id(ids: list[str]) -> str | None:
+    """The selected job among `ids`, kept in SELECTED: the newest on a first visit (remembered, so a job started
+    elsewhere later does not take its place); None once the selected job is gone (said once)."""
+    if SELECTED not in st.session_state:
+        select_job(ids[0] if ids else None)
+    selected = st.session_state[SELECTED]
+    if selected is not None and selected not in ids:  # deleted elsewhere (the CLI, another tab)
+        st.info(f"The job you had picked, {selected}, is gone.", icon=":material/info:")
+        select_job(selected := None)
+    return selected
 
 
 def stop_note(job: Job, summary: JobSummary) -> str:
@@ -55,8 +86,18 @@ def what_is_lost(job: Job, summary: JobSummary) -> str:
     return "; ".join(parts)
 
 
+def cancel_block(job: Job) -> str:
+    """Why Cancel cannot work for `job` ("" when it can)."""
+    if job.status not in ACTIVE:
+        return "Only a queued or running job can be cancelled."
+    if job.cancel_requested:
+        return ("Cancel requested: it stops at its next step, with a checkpoint (after the validation pass it is "
+                "in, at most).")
+    return ""
+
+
 def _actions(store: JobStore, job: Job) -> None:
-    cancel_why = "" if job.status in ACTIVE else "Only a queued or running job can be cancelled."
+    cancel_why = cancel_block(job)
     resume_why = resume_block(job)
     delete_why = "Cancel it first: a queued or running job cannot be deleted." if job.status in ACTIVE else ""
     cancel, resume, delete = st.columns(3)
@@ -64,12 +105,13 @@ def _actions(store: JobStore, job: Job) -> None:
         if cancel.button("Cancel", key="train_cancel", disabled=bool(cancel_why), help=cancel_why or
                          "Stop at the next step, with a checkpoint (a queued job is dropped at once)."):
             act_on_job(job, "cancel", lambda: cancel_job(store, job))  # owner or admin (ui.auth); its executor
-            st.session_state["train_notice"] = f"Cancelling {job.id} at its next step."
+            st.session_state["train_notice"] = f"Cancelling {display_name(job)} ({job.id}) at its next step."
             st.rerun()
         if resume.button("Resume", key="train_resume", disabled=bool(resume_why),
                          help=resume_why or "Queue it again; it continues from its last checkpoint."):
             act_on_job(job, "resume", lambda: resume_job(store, job))
-            st.session_state["train_notice"] = f"Resumed {job.id}: queued."
+            select_job(job.id)  # the page stays on the resumed job (same id), whatever the list does meanwhile
+            st.session_state["train_notice"] = f"Resumed {display_name(job)} ({job.id}): queued."
             st.rerun()
         if delete.button("Delete…", key="train_delete", disabled=bool(delete_why),
                          help=delete_why or "Asks first, naming what is lost."):
@@ -84,17 +126,17 @@ def _confirm_delete(store: JobStore, job: Job, summary: JobSummary) -> None:
     if st.session_state.get("train_delete_pending") != job.id:
         return
     with st.container(border=True, key="train_delete_box"):
-        st.warning(f"Delete job {job.id} ({job.recipe}, {job.status}) for good? This removes "
+        st.warning(f"Delete “{display_name(job)}” (job {job.id}, {job.recipe}, {job.status}) for good? This removes "
                    f"{what_is_lost(job, summary)}. It cannot be undone.", icon=":material/delete_forever:")
         yes, no = st.columns(2)
         if yes.button("Delete for good", key="train_delete_confirm", type="primary"):
             del st.session_state["train_delete_pending"]
             try:
                 act_on_job(job, "delete", lambda: store.delete(job.id))
-                st.session_state["train_notice"] = f"Deleted job {job.id}."
+                st.session_state["train_notice"] = f"Deleted “{display_name(job)}” (job {job.id})."
+                select_job(None)  # nothing is under the buttons until the user picks: never the next job's Delete
             except DlguideError as exc:  # e.g. not the owner (ui.auth): said as an error, after the rerun
                 st.session_state["train_refusal"] = str(exc)
-            st.session_state.pop("train_action_job", None)  # the picker does not jump onto the next job's Delete
             st.rerun()
         if no.button("Keep it", key="train_delete_keep"):
             del st.session_state["train_delete_pending"]
@@ -118,7 +160,9 @@ def _name_editor(store: JobStore, job: Job) -> None:
 
 
 def _summary(store: JobStore, job: Job, summary: JobSummary) -> None:
-    st.badge(job.status, color=STATUS_COLOR.get(job.status, "gray"))
+    word = status_word(job)
+    st.badge(word, color=STATUS_COLOR.get(word, "gray"))
+    st.text(f"{display_name(job)} · job {job.id}")  # which job this is, in the words of the picker
     _name_editor(store, job)
     if job.status == "failed":
         st.error(job.error or "No reason was recorded: the log tab has the process's output.",
@@ -146,19 +190,37 @@ def _log_tab(job: Job) -> int:
     return log.size
 
 
+def picker_label(job: Job) -> str:
+    """The picker's line for a job: its name, its state, then its id."""
+    return f"{display_name(job)} · {status_word(job)} · {job.id}"
+
+
 def picked_job(store: JobStore, jobs: list[Job], summaries: dict[str, JobSummary]) -> int:
-    """The picker and the picked job's summary, actions and log; returns its log's size (the panel polls on it)."""
+    """The picker and the picked job's summary, actions and log; returns its log's size (the panel polls on it).
+    Every part reads the selection (SELECTED), so all of them name one job whatever the list does meanwhile."""
     by_id = {j.id: j for j in jobs}
-    if st.session_state.get("train_action_job") not in by_id:
-        st.session_state.pop("train_action_job", None)
-    job_id = st.selectbox("Job", list(by_id), key="train_action_job",
-                          format_func=lambda i: f"{i} · {by_id[i].name or by_id[i].recipe} · {by_id[i].status}")
+    ids = list(by_id)
+    job_id = selected_job_id(ids)
+    st.session_state["train_picker_ids"] = ids
+    shown = picker_label(by_id[job_id]) if job_id else None
+    if st.session_state.get("train_picker_shown", "") != shown or st.session_state.get(PICKER) != job_id:
+        # The browser holds the picker's value as its label: once the label changes (a new status, a rename), that
+        # value names no option and Streamlit would fall back to the first job. Told the selection again, it shows
+        # the new label. Only then: a value set on every run would close the list while someone opens it.
+        st.session_state[PICKER] = job_id
+        st.session_state["train_picker_shown"] = shown
+    st.selectbox("Job", ids, key=PICKER, on_change=_picked_by_user, placeholder="Pick a job",
+                 format_func=lambda i: picker_label(by_id[i]) if i in by_id else str(i))
+    if job_id is None:
+        st.caption("Pick a job above to see its summary, its log and what you can do with it.")
+        return 0
     job = by_id[job_id]
     _actions(store, job)
     job_files(job)  # a scheduler job's batch script and output, one click away
     _confirm_delete(store, job, summaries[job_id])
     summary_tab, log_tab = st.tabs(["Summary", "Log"])
     with summary_tab:
-        _summary(store, job, summaries[job_id])
+        with st.container(key="train_job_summary"):
+            _summary(store, job, summaries[job_id])
     with log_tab:
         return _log_tab(job)

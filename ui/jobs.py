@@ -12,19 +12,21 @@ import streamlit as st
 
 from dlguide_core.jobs import launch
 from dlguide_core.jobs.background import dispatch_in_background
+from dlguide_core.jobs.job import status_word
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, JobSummary
 from ui.cache import app_scheduler_watcher
 from ui.durations import duration_text
 from ui.executors import job_note, scheduler_banner, where
-from ui.job_view import picked_job
+from ui.job_view import picked_job, select_job
 from ui.live_curves import join_comparison, live_curves
 from ui.polling import live_fragment
+from ui.tables import with_dashes
 
 
 def job_started(store: JobStore, job: Job) -> None:
     """A job the form just queued: remember it for the feedback line, show its curves, launch it."""
     st.session_state["train_started"] = job.id
-    st.session_state["train_action_job"] = job.id
+    select_job(job.id)
     join_comparison(job.id)
     dispatch_in_background(store)
 
@@ -82,7 +84,7 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
         validating = is_validating(job, r, len(store.epochs(job.id))) if job.status == "running" else False
         note = job_note(job, r.error).split("\n")[0]  # a scheduler job's pending reason while it waits
         rows.append({"job": job.id, "name": job.name or "", "tags": ", ".join(job.tags), "recipe": job.recipe,
-                     "status": r.status, "epoch": None if r.epoch is None else r.epoch + 1,
+                     "status": status_word(job), "epoch": None if r.epoch is None else r.epoch + 1,
                      "progress": f"{r.step or 0}/{r.total_steps or '?'}",
                      "images/s": None if r.images_per_s is None else round(r.images_per_s, 1),
                      "ETA": eta_text(r, validating), "runs on": where(job),
@@ -91,7 +93,7 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
     frame = frame.drop(columns=[c for c in ("name", "tags") if not frame[c].any()])
     if (frame["runs on"] == "this machine").all():
         frame = frame.drop(columns=["runs on"])
-    st.dataframe(frame, hide_index=True, key="train_jobs_table",
+    st.dataframe(with_dashes(frame), hide_index=True, key="train_jobs_table",
                  column_config={"epoch": st.column_config.NumberColumn("epoch", help="Epoch the last step was in "
                                                                        "(1 = the first)")})
     return summaries

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from dlguide_core.data.image_folders import readable_names
+from dlguide_core.data.class_words import readable_names
 from dlguide_core.jobs.catalog import is_training
+from dlguide_core.jobs.job import display_label
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
@@ -38,7 +39,9 @@ def view_controls(runs: list[Job]) -> list[str]:
              if any(j.status == status for j in runs)), ids[:1])
     st.session_state["train_view_jobs"] = [i for i in chosen if i in ids]
     c1, c2, c3 = st.columns([4, 2, 1], vertical_alignment="bottom")
-    picked = c1.multiselect("Runs to show (several overlay)", ids, key="train_view_jobs")
+    by_id = {j.id: j for j in runs}
+    picked = c1.multiselect("Runs to show (several overlay)", ids, key="train_view_jobs",
+                            format_func=lambda i: display_label(by_id[i]) if i in by_id else str(i))
     c2.slider("Smoothing (EMA)", 0.0, 0.99, 0.6, 0.01, key="train_smoothing")
     c3.toggle("Log scale", key="train_log_y")
     st.session_state[CHOICE] = list(picked)
@@ -68,22 +71,28 @@ def per_class_chart(store: JobStore, job: Job, color: str) -> None:
     data = job.config.get("data")
     names = readable_names(Path(data), tuple(ids)) if data else tuple(ids)
     fig = per_class_figure(names, ids, list(per_class.values()), color=color, height=280,
-                           title=f"{job.id}: accuracy per class at the last epoch (%)")
+                           title=f"{display_label(job)}: accuracy per class at the last epoch (%)")
     st.plotly_chart(fig, key=f"train_per_class_{job.id}")
 
 
 def _charts(store: JobStore, chosen: list[Job], colors: dict[str, str]) -> None:
     smoothing = st.session_state.get("train_smoothing", 0.6)
     log_y = st.session_state.get("train_log_y", False)
-    runs = {j.id: steps_of(store, j) for j in chosen}
-    waiting = [j for j in chosen if not runs[j.id]["step"]]
-    for job in waiting:
-        st.info(f"{job.id}: waiting for the first step ({job.status}).", icon=":material/hourglass_top:")
-    runs = {name: cols for name, cols in runs.items() if cols["step"]}
-    epochs = {j.id: store.epochs(j.id) for j in chosen}
+    label = {j.id: display_label(j) for j in chosen}  # legends name runs as people do, the id secondary
+    steps = {j.id: steps_of(store, j) for j in chosen}
+    for job in (j for j in chosen if not steps[j.id]["step"]):
+        if job.status in ACTIVE:
+            st.info(f"{label[job.id]}: waiting for the first step ({job.status}).", icon=":material/hourglass_top:")
+        else:  # it ended before its first step: why, in one line (in full in its summary)
+            reason = (job.error or "no reason recorded (see its log)").strip().splitlines()[0]
+            st.error(f"{label[job.id]} {job.status} before its first step: {reason}", icon=":material/error:")
+    runs = {label[i]: cols for i, cols in steps.items() if cols["step"]}
+    epochs = {label[j.id]: store.epochs(j.id) for j in chosen}
+    colors = {label[i]: c for i, c in colors.items() if i in label}
     for job in chosen:  # a diverged run says so, with what to change (no status change)
-        for warning in training_warnings(runs.get(job.id, {}).get("loss", []), epochs[job.id], job.config):
-            st.warning(f"{job.id}: {warning}", icon=":material/trending_up:")
+        name = label[job.id]
+        for warning in training_warnings(runs.get(name, {}).get("loss", []), epochs[name], job.config):
+            st.warning(f"{name}: {warning}", icon=":material/trending_up:")
     if not runs:
         return
     st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y, colors=colors), key="train_loss_chart")
@@ -117,7 +126,7 @@ def live_curves(store: JobStore, jobs: list[Job]) -> None:
     colors = run_colors([j.id for j in sorted(jobs, key=lambda j: j.created)])
     steps = sum(len(steps_of(store, j)["step"]) for j in chosen)
     st.caption(f"{steps:,} steps stored · refreshed {time.strftime('%H:%M:%S')} · "
-               + " · ".join(f"{j.id}: {j.status}" for j in chosen))
+               + " · ".join(f"{display_label(j)}: {j.status}" for j in chosen))
     comparison_table(store, chosen, key="train_compare_table")
     _charts(store, chosen, colors)
     for job in chosen:

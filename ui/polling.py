@@ -7,6 +7,7 @@ run drops every timer; so a change of interval is a full rerun (st.rerun), asked
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
@@ -15,6 +16,16 @@ import streamlit as st
 FAST = 2.0  # seconds between reruns while steps arrive: the charts feel live
 SLOWEST = 30.0  # a queued job waiting for a slot, a long validation: check now and then
 QUIET_TICKS = 3  # unchanged ticks before the interval doubles
+
+
+def fast_interval() -> float:
+    """FAST, or DLGUIDE_REFRESH_S when set (a demo screen, or a test watching a page over many redraws); an
+    unreadable or non-positive value is ignored."""
+    try:
+        value = float(os.environ.get("DLGUIDE_REFRESH_S", FAST))
+    except ValueError:
+        return FAST
+    return min(value, SLOWEST) if value > 0 else FAST
 
 
 @dataclass(frozen=True)
@@ -27,7 +38,7 @@ class PollState:
 def next_poll(state: PollState, signature: Hashable) -> PollState:
     """After one tick that saw `signature`: back to FAST on any change, doubled after QUIET_TICKS quiet ones."""
     if signature != state.signature:
-        return PollState(FAST, 0, signature)
+        return PollState(fast_interval(), 0, signature)
     if state.quiet + 1 >= QUIET_TICKS:
         return PollState(min(state.interval * 2, SLOWEST), 0, signature)
     return replace(state, quiet=state.quiet + 1)
@@ -44,7 +55,7 @@ def live_fragment(key: str, body: Callable[[], tuple[bool, Hashable]], active: b
     (a job ended, or nothing changed for a while) the whole page reruns once to declare it."""
     state = st.session_state.get(f"{key}_poll", PollState())
     if not st.session_state.pop(f"{key}_asked", False):  # the user acted (not a rerun for a new interval): FAST
-        state = st.session_state[f"{key}_poll"] = replace(state, interval=FAST, quiet=0)
+        state = st.session_state[f"{key}_poll"] = replace(state, interval=fast_interval(), quiet=0)
     registered = wanted_interval(state, active)
     st.session_state[f"{key}_registered"] = registered
     st.session_state[f"{key}_full_run"] = True

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dlguide_core.jobs.comparison import comparison_rows
 from ui.durations import duration_text
+from ui.tables import with_dashes
 
 HEADINGS = {"final_top1": "top-1 final", "best_top1": "top-1 best", "final_top5": "top-5 final",
             "best_top5": "top-5 best", "final_val_loss": "val loss", "wall_s": "wall time", "images_per_s": "images/s"}
@@ -20,4 +21,4 @@ def comparison_table(store, chosen: list, key: str) -> None:
     frame["wall_s"] = frame["wall_s"].map(duration_text)
     frame = frame.round({"final_top1": 2, "best_top1": 2, "final_top5": 2, "best_top5": 2, "final_val_loss": 4,
                          "images_per_s": 1})
-    st.dataframe(frame.rename(columns=HEADINGS), hide_index=True, key=key)
+    st.dataframe(with_dashes(frame.rename(columns=HEADINGS)), hide_index=True, key=key)

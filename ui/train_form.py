@@ -143,9 +143,27 @@ PYTORCH_FIELDS = (
 
 
 def form_extras(spec: architectures.Architecture) -> dict[str, dict[str, Any]]:
-    """What the declarations leave to the form: the architecture's image sizes, the weights found."""
-    return {"image_size": {"low": spec.min_size, "disabled": spec.fixed_size},
-            "weights": {"options": ["imagenet", "none", *map(str, job_checkpoints())]}}
+    """What the declarations leave to the form: the architecture's image sizes, the weights found (untrained
+    first when the ImageNet weights cannot be had: see imagenet_missing)."""
+    weights: dict[str, Any] = {"options": ["imagenet", "none", *map(str, job_checkpoints())]}
+    if imagenet_missing(spec):
+        weights["default"] = "none"
+    return {"image_size": {"low": spec.min_size, "disabled": spec.fixed_size}, "weights": weights}
+
+
+def imagenet_missing(spec: architectures.Architecture) -> str | None:
+    """Why the ImageNet weights cannot be used by a job started now: not cached, and downloads are off (the job
+    would fail at its start); None when they can."""
+    from dlguide_core.downloads import offline
+    from dlguide_core.vision.models import imagenet_weights_path
+
+    if spec.imagenet is None or not offline():
+        return None
+    path = imagenet_weights_path(spec)
+    if path.is_file():
+        return None
+    return (f"The ImageNet weights are not cached at `{path}` and downloads are off (DLGUIDE_OFFLINE), so the "
+            "form starts from untrained weights (`none`); copy the file there to fine-tune from ImageNet.")
 
 
 def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> Job | None:
@@ -153,7 +171,10 @@ def pytorch_form(name: str, recipe, info: image_folders.DatasetInfo, store) -> J
     where = run_on(name)  # This machine / Slurm / Ray (ui.executors)
     processes = (devices_section(name, info, default_of(recipe.config_cls, "batch_size"))
                  if where.executor == "local" else where.config_values)
-    extras = form_extras(architectures.architecture(recipe.arch))
+    spec = architectures.architecture(recipe.arch)
+    extras = form_extras(spec)
+    if reason := imagenet_missing(spec):
+        st.info(reason, icon=":material/cloud_off:")
     with st.form(f"train_form_{name}"):
         columns = st.columns(4)
         values = {f.name: field_input(columns[f.column], recipe.config_cls, f.name, f"train_{name}_{f.key}",

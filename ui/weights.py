@@ -3,11 +3,15 @@ caption, and the guard that stops a page with a one-line reason when the weights
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
+from dlguide_core.errors import DlguideError
 from dlguide_core.vision import architectures
 from dlguide_core.vision.models import LoadedModel
 from ui.cache import get_model
+from ui.progress import download_bar
 
 
 def weights_caption(loaded: LoadedModel) -> None:
@@ -24,8 +28,28 @@ def weights_selectbox(key: str, label: str = "Weights", default: str | None = No
     from dlguide_core.vision.models import available_weights
 
     options = available_weights()
+    runs = checkpoint_runs()
     return st.selectbox(label, options, index=options.index(default) if default in options else 0, key=key,
-                        format_func=lambda w: architectures.source_label(w) or f"checkpoint: {w}")
+                        format_func=lambda w: architectures.source_label(w) or checkpoint_label(w, runs))
+
+
+def checkpoint_runs() -> dict[str, str]:
+    """{job id: the run's display name} of the job store, read quietly ({} without one)."""
+    from dlguide_core.jobs.job import display_name
+    from ui.cache import existing_job_store
+
+    store = existing_job_store()
+    try:
+        return {j.id: display_name(j) for j in store.list_jobs(refresh=False)} if store else {}
+    except DlguideError:
+        return {}
+
+
+def checkpoint_label(weights: str, runs: dict[str, str]) -> str:
+    """A job's checkpoint by its run's name, the job id after it ("checkpoint of baseline (20261127-…)"); a file
+    no job knows (deleted, another store) by its path."""
+    job_id = Path(weights).parent.name
+    return f"checkpoint of {runs[job_id]} ({job_id})" if job_id in runs else f"checkpoint: {weights}"
 
 
 def require_weights(weights: str, key_prefix: str, hint: str) -> None:
@@ -45,9 +69,9 @@ def require_weights(weights: str, key_prefix: str, hint: str) -> None:
                f"(about {file.megabytes} MB), or copy the file from {file.url} to that path.",
                icon=":material/download:")
     if st.button("Download the ImageNet weights", key=f"{key_prefix}_download_weights"):
-        bar = st.progress(0.0, text=f"Downloading {file.filename}")
         try:
-            fetch_imagenet_weights(lambda done, total: bar.progress(min(done / total, 1.0) if total else 0.0), spec)
+            with download_bar(f"Downloading {file.filename}") as progress:
+                fetch_imagenet_weights(progress, spec)
             st.rerun()
         except WeightsUnavailable as exc:
             st.error(str(exc), icon=":material/block:")

@@ -13,12 +13,14 @@ from typing import Any
 from dlguide_core.cli.common import TerminalSafe
 from dlguide_core.cli.job_logs import follow_to_end, print_log
 from dlguide_core.cli.train import run_foreground
+from dlguide_core.data.class_words import readable_names
 from dlguide_core.jobs import foreground, liveness, queue
 from dlguide_core.jobs.catalog import is_training
 from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
+from dlguide_core.jobs.job import epoch_label
 from dlguide_core.jobs.ownership import audit, authorize, cli_actor
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
@@ -116,11 +118,13 @@ def _list(store: JobStore, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([list_record(store, j) for j in all_jobs], indent=2))
         return 0
+    if all_jobs:  # the columns as before, then the run's name (last before the error: it may hold spaces)
+        print(f"{'ID':<24}  {'RECIPE':<14} {'STATUS':<11} {'PROGRESS':<18} {'CREATED':<16}  NAME")
     for job in all_jobs:
         row = store.summary(job)
         progress = f"step {row.step or 0}/{row.total_steps or '?'}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created))
-        print(f"{job.id}  {job.recipe:<14} {job.status:<11} {progress:<18} {when}"
+        print(f"{job.id:<24}  {job.recipe:<14} {job.status:<11} {progress:<18} {when:<16}  {job.name or '-'}"
               + (f"  {job.error}" if job.error else "") + ("  (unknown here)" if _unknown_here(args, job) else ""))
     return 0
 
@@ -145,11 +149,12 @@ def _show(store: JobStore, args: argparse.Namespace) -> int:
     if data["last_step"]:
         last = data["last_step"]
         loss = "NaN" if last["loss"] is None else f"{last['loss']:.4f}"  # the store keeps a NaN loss as NULL
-        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {last['epoch']}  loss {loss}")
-    for row in data["epochs"]:
+        print(f"  step {last['step']}/{job.total_steps or '?'}  epoch {epoch_label(last['epoch'])}  loss {loss}")
+    for row in data["epochs"]:  # epochs counted from 1, as on the Train page (the JSON keeps the store's 0)
+        row = {**row, "epoch": epoch_label(row["epoch"])}
         print("  " + "  ".join(f"{k} {row[k]:.4f}" if isinstance(row[k], float) else f"{k} {row[k]}"
                                for k in EPOCH_KEYS))
-    _print_per_class(data["per_class_accuracy"])
+    _print_per_class(data["per_class_accuracy"], job.config.get("data"))
     if result := data.get("evaluation"):
         print(f"  {result['weights']} on {result['data']}/{result['split']}: {result['images']} images  "
               f"top-1 {result['top1']:.2f} %  top-5 {result['top5']:.2f} %  loss {result['loss']:.4f}")
@@ -158,13 +163,17 @@ def _show(store: JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_per_class(per_class: dict[str, float]) -> None:
-    """The guide's closing table: "Accuracy for class: plane is 37.9 %", one line per class."""
+def _print_per_class(per_class: dict[str, float], data: str | None) -> None:
+    """The guide's closing table: "Accuracy for class: plane is 37.9 %", one line per class, in the dataset's
+    words (tiny-imagenet's words.txt) with the class id after it when they differ (a WordNet id)."""
     if not per_class:
         return
+    ids = tuple(per_class)
+    names = readable_names(Path(data), ids) if data else ids
+    shown = [name if name == wnid else f"{name} ({wnid})" for name, wnid in zip(names, ids, strict=True)]
     print("  per-class accuracy (last epoch):")
-    width = max(len(name) for name in per_class)
-    for name, accuracy in per_class.items():
+    width = max(len(name) for name in shown)
+    for name, accuracy in zip(shown, per_class.values(), strict=True):
         print(f"    {name:<{width}}  {accuracy:5.1f} %")
 
 

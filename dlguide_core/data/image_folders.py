@@ -17,6 +17,7 @@ from torch.utils.data import Dataset
 
 from dlguide_core import settings
 from dlguide_core.data.cifar10 import CIFAR10_CLASSES, CIFAR10_FOLDER, open_cifar10
+from dlguide_core.data.class_words import readable_names
 from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, class_folders, scan
 from dlguide_core.errors import DatasetError
 from dlguide_core.vision import architectures, presets
@@ -179,16 +180,3 @@ def load_data(arch: str, data: str | Path, image_size: int | None = None) -> Dat
     train, val, classes = _imagefolder(info, train_preset, eval_preset)
     return DataBundle(train, val, classes, train_preset, eval_preset, readable_names(info.path, classes),
                       train.skipped + val.skipped)
-
-
-def readable_names(root: Path, classes: tuple[str, ...]) -> tuple[str, ...]:
-    """tiny-imagenet's words.txt (`wnid<TAB>synonyms, ...`): the first synonym per class id, else the id."""
-    words = Path(root) / "words.txt"
-    if not words.is_file():
-        return classes
-    names: dict[str, str] = {}
-    for line in words.read_text(errors="replace").splitlines():
-        wnid, _, synonyms = line.partition("\t")
-        if wnid in classes and synonyms.strip():
-            names[wnid] = synonyms.split(",")[0].strip()
-    return tuple(names.get(c, c) for c in classes)

@@ -7,6 +7,7 @@ cancelled, interrupted and failed jobs can be resumed (-> queued) from their che
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -107,6 +108,29 @@ class JobSummary:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def display_name(job: Job) -> str:
+    """How a person knows a run: the name they gave it, else its recipe and start time (never the hash id)."""
+    if job.name:
+        return job.name
+    return f"{job.recipe} · {time.strftime('%Y-%m-%d %H:%M', time.localtime(job.started or job.created))}"
+
+
+def display_label(job: Job) -> str:
+    """A run in a picker or a legend: its display name first, the id secondary ("baseline (20260101-…-ab12)")."""
+    return f"{display_name(job)} ({job.id})"
+
+
+def status_word(job: Job) -> str:
+    """The job's state as the Train page and the CLI say it: "cancel requested" while a cancelled job still runs
+    (it stops at its next step, or after the validation pass it is in), else its status."""
+    return "cancel requested" if job.cancel_requested and job.status == "running" else job.status
+
+
+def epoch_label(epoch: int | None) -> int | None:
+    """An epoch as people count it (1 = the first); the store and the loop count from 0."""
+    return None if epoch is None else epoch + 1
 
 
 def devices_of(config: str | dict[str, Any] | None) -> int:

@@ -62,7 +62,9 @@ def _val_blow_up(epochs: Sequence[Mapping[str, Any]]) -> str | None:
         if val is None:
             continue
         if not math.isfinite(val) or val > max(VAL_LOSS_CEILING, 10 * (train or 0.0)):
-            return f"the val loss reached {val:.3g} at epoch {row.get('epoch', '?')}: the model has diverged"
+            epoch = row.get("epoch")
+            shown = epoch + 1 if isinstance(epoch, int) else "?"  # people count epochs from 1
+            return f"the val loss reached {val:.3g} at epoch {shown}: the model has diverged"
     return None
 
 

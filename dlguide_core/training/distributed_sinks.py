@@ -60,7 +60,9 @@ class WriterRankSink(NullSink):
                                **{"world_size": self.env.world_size, **extra})
 
     def should_stop(self) -> bool:
-        return self._stop
+        """The stop agreed at the last step; with one process the inner sink's, asked now (the validation pass
+        asks between steps: a cancel need not wait for it to end)."""
+        return self._stop or (not self.env.enabled and self.inner.should_stop())
 
     def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
         if self.env.is_writer:

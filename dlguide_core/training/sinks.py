@@ -130,12 +130,12 @@ class ConsoleSink(NullSink):
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         if step % self.every == 0 or step == 1 or step == self.total:
             of = f"/{self.total}" if self.total else ""
-            print(f"epoch {epoch} step {step}{of}  loss {loss:.4f}  lr {lr:.3g}  {images_per_s:.1f} img/s",
+            print(f"epoch {epoch + 1} step {step}{of}  loss {loss:.4f}  lr {lr:.3g}  {images_per_s:.1f} img/s",
                   file=self.stream, flush=True)
 
     def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
         shown = "  ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-        print(f"epoch {epoch} done  {shown}", file=self.stream, flush=True)
+        print(f"epoch {epoch + 1} done  {shown}", file=self.stream, flush=True)
 
     def on_checkpoint(self, path: Path, **kwargs: Any) -> None:
         print(f"checkpoint {path} (step {kwargs.get('step')})", file=self.stream, flush=True)

@@ -209,7 +209,7 @@ def test_jobs_show_json_lists_warnings_for_a_diverged_run(capsys) -> None:
     store.add_steps([(job.id, 13, 0, float("nan"), 0.1, 8.0, time.time() + 13, None)])  # then NaN (Keras)
     assert main(["jobs", "show", job.id]) == 0
     out = capsys.readouterr().out
-    assert "step 13/?  epoch 0  loss NaN" in out and "warning: the loss became NaN at step 13 of 13" in out
+    assert "step 13/?  epoch 1  loss NaN" in out and "warning: the loss became NaN at step 13 of 13" in out
 
 
 def test_dataset_paths_outside_the_data_roots_exit_2_when_roots_are_set(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -14,6 +14,7 @@ def test_missing_imagenet_weights_explain_and_offer_download(tmp_path, monkeypat
     assert at.button(key="classify_download_weights")
     at.button(key="classify_download_weights").click().run()
     assert any("could not be downloaded" in e.value for e in at.error)  # offline: a message, no traceback
+    assert not at.get("progress")  # issue 31: no "Downloading…" bar left standing over the failure
     assert not at.exception
 
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from dlguide_core.jobs.job import display_label
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.metrics import ema as ema_of
 from dlguide_core.training.recipes import get_recipe
@@ -40,7 +41,9 @@ def test_page_shows_the_job_table_and_a_running_jobs_charts() -> None:
     assert len(charts) == 5, "loss, lr, images/s and the two per-epoch charts"
     loss_chart = json.loads(charts[0].proto.spec)
     assert loss_chart["layout"]["title"]["text"] == "Training loss per step"
-    assert [t["name"] for t in loss_chart["data"]] == [f"{job_id} raw", f"{job_id} EMA 0.60"]
+    name = display_label(JobStore().get(job_id))  # the run's name, its id secondary (issue 31)
+    assert [t["name"] for t in loss_chart["data"]] == [f"{name} raw", f"{name} EMA 0.60"]
+    assert name.startswith("cifar_net · ") and name.endswith(f"({job_id})")
     assert at.multiselect(key="train_view_jobs").value == [job_id]
 
 
@@ -122,6 +125,12 @@ def test_cancel_button_asks_a_running_job_to_stop() -> None:
     at.button(key="train_cancel").click().run()
     assert not at.exception, at.exception
     assert store.cancel_requested(running) and store.get(running).status == "running"  # stops at its next step
+    # issue 31, 6: until it ends the job says so, everywhere, and Cancel is off (not a second cancel)
+    cancel = at.button(key="train_cancel")
+    assert cancel.disabled and cancel.help.startswith("Cancel requested")
+    assert at.dataframe[0].value.set_index("job").loc[running, "status"] == "cancel requested"
+    assert at.selectbox(key="train_action_job").format_func(running).endswith(f"· cancel requested · {running}")
+    assert any(t.value.startswith("cifar_net · ") and running in t.value for t in at.text)  # the summary's line
 
 
 def test_resume_button_requeues_a_cancelled_job(monkeypatch) -> None:
@@ -157,9 +166,11 @@ def test_delete_asks_first_naming_what_is_lost_and_never_deletes_twice() -> None
     assert not at.exception, at.exception
     assert [j.id for j in store.list_jobs()] == [keep] and not folder.exists()
     assert list(at.dataframe[0].value["job"]) == [keep]
-    assert any(f"Deleted job {gone}" in s.value for s in at.success)
-    # the picker is now on the other job: a second click on Delete only asks again
-    assert at.selectbox(key="train_action_job").value == keep
+    assert any(f"(job {gone})" in s.value and s.value.startswith("Deleted") for s in at.success)
+    # nothing is under the buttons until the user picks (the next job's Delete is never one click away)
+    assert at.selectbox(key="train_action_job").value is None
+    assert "train_delete" not in [b.key for b in at.button]
+    at.selectbox(key="train_action_job").set_value(keep).run()
     at.button(key="train_delete").click().run()
     assert [j.id for j in store.list_jobs()] == [keep]
     assert any(keep in w.value and "for good" in w.value for w in at.warning)
@@ -206,12 +217,13 @@ def test_log_scale_toggle_and_smoothing_slider_redraw_the_loss_chart() -> None:
     assert _chart(at, "Learning rate")["layout"]["yaxis"]["type"] == "log"
     at.slider(key="train_smoothing").set_value(0.9).run()
     loss = _chart(at, "Training loss per step")
-    assert [t["name"] for t in loss["data"]] == [f"{job_id} raw", f"{job_id} EMA 0.90"]
+    name = display_label(JobStore().get(job_id))
+    assert [t["name"] for t in loss["data"]] == [f"{name} raw", f"{name} EMA 0.90"]
     ema = _values(loss["data"][1]["y"])
     assert ema == pytest.approx(ema_of([4.0, 2.0, 1.0, 0.5], 0.9).tolist())
     assert ema[1] > ema_of([4.0, 2.0], 0.6)[1]  # heavier smoothing: a slower curve than the default 0.6
     at.slider(key="train_smoothing").set_value(0.0).run()
-    assert [t["name"] for t in _chart(at, "Training loss per step")["data"]] == [f"{job_id} raw"]
+    assert [t["name"] for t in _chart(at, "Training loss per step")["data"]] == [f"{name} raw"]
 
 
 def test_several_runs_overlay_in_the_same_charts() -> None:
@@ -221,9 +233,12 @@ def test_several_runs_overlay_in_the_same_charts() -> None:
     at.multiselect(key="train_view_jobs").set_value([first, second]).run()
     assert not at.exception, at.exception
     loss = _chart(at, "Training loss per step")
-    assert {t["name"] for t in loss["data"]} == {f"{j} {k}" for j in (first, second) for k in ("raw", "EMA 0.60")}
+    names = [display_label(store.get(j)) for j in (first, second)]
+    assert {t["name"] for t in loss["data"]} == {f"{j} {k}" for j in names for k in ("raw", "EMA 0.60")}
     assert {t["name"] for t in _chart(at, "Val accuracy per epoch")["data"]} == {
-        f"{j} {k}" for j in (first, second) for k in ("top-1", "top-5")}
+        f"{j} {k}" for j in names for k in ("top-1", "top-5")}
+    colours = {t["name"]: t["line"]["color"] for t in loss["data"]}
+    assert colours[f"{names[0]} raw"] == colours[f"{names[0]} EMA 0.60"] != colours[f"{names[1]} raw"]
 
 
 def test_a_finished_job_shows_its_per_class_accuracy() -> None:
@@ -234,7 +249,7 @@ def test_a_finished_job_shows_its_per_class_accuracy() -> None:
     at.multiselect(key="train_view_jobs").set_value([done, running]).run()
     assert not at.exception, at.exception
     bars = _chart(at, "accuracy per class")
-    assert bars["layout"]["title"]["text"].startswith(done)  # the finished job only, not the running one
+    assert bars["layout"]["title"]["text"].startswith(display_label(store.get(done)))  # the finished job only
     assert _values(bars["data"][0]["x"]) == ["plane", "car", "bird"]
     assert _values(bars["data"][0]["y"]) == [37.9, 62.5, 10.0]
 
@@ -286,7 +301,7 @@ def test_a_tensorflow_jobs_per_batch_accuracy_gets_its_own_chart() -> None:
     assert not [c for c in at.get("plotly_chart") if "Training accuracy" in c.proto.spec]
     at.multiselect(key="train_view_jobs").set_value([torch_job, job.id]).run()
     chart = _chart(at, "Training accuracy per batch")
-    assert [t["name"] for t in chart["data"]] == [job.id]  # only the run that records it
+    assert [t["name"] for t in chart["data"]] == [display_label(store.get(job.id))]  # only the run that records it
     assert _values(chart["data"][0]["y"]) == [50.0, 62.5, 75.0]
 
 
@@ -344,7 +359,7 @@ def test_a_diverged_run_is_flagged_with_a_hint_and_a_healthy_one_is_not() -> Non
     at.multiselect(key="train_view_jobs").set_value([healthy, diverged]).run()
     assert not at.exception, at.exception
     flagged = [w.value for w in at.warning if "diverg" in w.value]
-    assert flagged[0].startswith(f"{diverged}: the loss became NaN at step 40 of 3000")
+    assert flagged[0].startswith(f"{display_label(JobStore().get(diverged))}: the loss became NaN at step 40 of 3000")
     assert any("the loss rose from" in w for w in flagged) and store.get(diverged).status == "running"
 
 
@@ -359,3 +374,15 @@ def test_the_image_size_bounds_come_from_the_architecture(tmp_path, monkeypatch)
     at.selectbox(key="train_recipe").select("cifar_net").run()
     size = at.number_input(key="train_cifar_net_size")
     assert (size.min, size.value) == (32, 32) and size.proto.disabled
+
+
+def test_offline_without_cached_imagenet_weights_the_form_starts_untrained_and_says_why(tmp_path,
+                                                                                       monkeypatch) -> None:
+    write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=2, val_per_class=1)
+    monkeypatch.setenv("DLGUIDE_DATA_ROOTS", str(tmp_path / "roots"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "no-weights"))  # DLGUIDE_OFFLINE=1 for every test
+    at = open_app("pages/train.py")
+    at.selectbox(key="train_recipe").select("inception_v3").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="train_inception_v3_weights").value == "none"  # issue 31: not imagenet, which fails
+    assert any("ImageNet weights are not cached" in i.value and "DLGUIDE_OFFLINE" in i.value for i in at.info)

@@ -7,6 +7,7 @@ import json
 import os
 import time
 
+from dlguide_core.jobs.job import display_label
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
 from tests.support.apptest import open_app
@@ -96,10 +97,10 @@ def test_a_one_point_epoch_chart_shows_a_marker_and_a_run_keeps_its_colour() -> 
     colours: dict[str, set] = {first: set(), second: set()}
     for title in ("Training loss per step", "Learning rate", "Images/s", "Loss per epoch",
                   "Val accuracy per epoch (%)"):
-        for trace in charts[title]["data"]:
-            colours[trace["name"].split(" ")[0]].add(trace["line"]["color"])
+        for trace in charts[title]["data"]:  # "<run name> (<id>) raw": the run's name, its id secondary
+            colours[trace["name"].split(")")[0].rsplit("(", 1)[1]].add(trace["line"]["color"])
     assert len(colours[first]) == 1 and len(colours[second]) == 1 and colours[first] != colours[second]
-    per_class = charts[f"{first}: accuracy per class at the last epoch (%)"]
+    per_class = charts[f"{display_label(store.get(first))}: accuracy per class at the last epoch (%)"]
     assert per_class["data"][0]["marker"]["color"] == next(iter(colours[first]))
 
 
@@ -108,8 +109,12 @@ def test_a_run_that_has_not_reported_says_waiting_not_empty_axes() -> None:
     job_id = _job(store, "running", steps=0, epochs=0)
     at = open_app("pages/train.py")
     assert not at.exception, at.exception
-    assert any(i.value.startswith(f"{job_id}: waiting for the first step") for i in at.info)
+    assert any(i.value.startswith(f"{display_label(store.get(job_id))}: waiting for the first step") for i in at.info)
     assert not at.get("plotly_chart")
+    store.finish(job_id, "failed", "no dataset at /nonexistent\nTraceback ...")  # issue 31: why, not an hourglass
+    at.run()
+    assert not [i for i in at.info if "waiting for the first step" in i.value]
+    assert any(e.value.endswith("failed before its first step: no dataset at /nonexistent") for e in at.error)
 
 
 def test_the_comparison_survives_another_page_and_a_new_run_joins_it(tmp_path, monkeypatch) -> None:
@@ -141,7 +146,7 @@ def test_per_class_accuracy_shows_the_datasets_words_with_the_id_in_the_tooltip(
     job_id = _job(store, "succeeded", data=str(data), per_class=dict.fromkeys(WNIDS, 50.0))
     at = open_app("pages/train.py")
     at.multiselect(key="train_view_jobs").set_value([job_id]).run()
-    bars = _charts(at)[f"{job_id}: accuracy per class at the last epoch (%)"]["data"][0]
+    bars = _charts(at)[f"{display_label(store.get(job_id))}: accuracy per class at the last epoch (%)"]["data"][0]
     assert bars["x"] == ["goldfish", "Egyptian cat", "lemon"] and bars["customdata"] == list(WNIDS)
     assert "%{customdata}" in bars["hovertemplate"]
 
@@ -162,7 +167,7 @@ def test_evaluate_lists_finished_jobs_newest_first() -> None:
     time.sleep(0.01)
     newer = _job(store, "succeeded", checkpoint=True)
     at = open_app("pages/train.py")
-    assert at.selectbox(key="train_eval_job").options[0].startswith(newer)
+    assert f"({newer})" in at.selectbox(key="train_eval_job").options[0]  # the run's name, its id secondary
     assert at.selectbox(key="train_eval_job").value == newer and older in at.selectbox(key="train_eval_job").options[1]
 
 

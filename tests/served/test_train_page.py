@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
@@ -22,16 +24,23 @@ REASON = ("Fashion-MNIST is not available offline: download the four files into 
           "and pick it")
 
 
-def _seed(store: JobStore, status: str, error: str | None = None) -> str:
+def _seed(store: JobStore, status: str, error: str | None = None, name: str | None = None,
+          checkpoint: bool = False) -> str:
+    """A cifar_net job written straight into the store; "running" stays running in this (alive) test process."""
     cfg = get_recipe("cifar_net").make_config(data="/nonexistent", epochs=1)
-    job = store.create("cifar_net", "pytorch", {**cfg.__dict__})
+    job = store.create("cifar_net", "pytorch", {**cfg.__dict__}, name=name)
     store.claim(job.id, os.getpid())
     store.set_plan(job.id, 3, 1, ("a", "b"))
     now = time.time()
     store.add_steps([(job.id, s, 0, 2.0 / s, 0.001, 40.0, now + s * 0.01, None) for s in (1, 2, 3)])
     store.add_epoch(job.id, 0, {"train_loss": 1.0, "val_loss": 1.1, "top1": 50.0, "top5": 100.0,
                                 "per_class": {"a": 40.0, "b": 60.0}})
-    store.finish(job.id, status, error)
+    if checkpoint:
+        path = job.job_dir / "checkpoint.pt"
+        path.write_bytes(b"stand-in")
+        store.set_checkpoint(job.id, path, 3, 0)
+    if status != "running":
+        store.finish(job.id, status, error)
     return job.id
 
 
@@ -48,7 +57,9 @@ def served(tmp_path_factory, browser) -> Iterator[tuple[AppURL, dict[str, str], 
                 "doomed": _seed(store, "succeeded")}
         store.close()
     env = {"DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(tmp / "roots"), "DLGUIDE_OFFLINE": "1",
-           "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
+           "STREAMLIT_SERVER_ADDRESS": "127.0.0.1",
+           "DLGUIDE_MAX_JOBS": "1",  # a running job holds the only slot: a resumed one stays queued, no process
+           "DLGUIDE_REFRESH_S": "0.5"}  # a live panel redraws 4x as often as by default: many redraws, little wall time
     server = start_served(tmp / "streamlit.log", env)
     try:
         yield server.url, jobs, home
@@ -73,8 +84,19 @@ def page(served, browser) -> Iterator:
 
 
 def _pick_job(page, job_id: str) -> None:
-    page.locator(".st-key-train_action_job").click()
-    page.get_by_role("option", name=re.compile(f"^{job_id}")).click()
+    """Open the Job picker and pick `job_id` ("name · status · id"); opened again if a redraw closed it."""
+    page.locator(".st-key-train_action_job input").wait_for()
+    option = page.get_by_role("option", name=re.compile(f"{re.escape(job_id)}$"))
+    for _ in range(8):
+        page.locator(".st-key-train_action_job input").click()
+        try:
+            option.wait_for(timeout=15_000)
+            option.click(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    page.wait_for_function(f"() => (document.querySelector('.st-key-train_action_job input') || {{}}).value"
+                           f"?.endsWith('{job_id}')", timeout=60_000)
 
 
 def test_a_page_with_nothing_running_sends_nothing_to_the_server(page) -> None:
@@ -103,10 +125,10 @@ def test_delete_asks_first_and_then_deletes_one_job(page, served) -> None:
     jobs, home = served[1], served[2]
     _pick_job(page, jobs["doomed"])
     page.get_by_role("button", name="Delete…").click()
-    page.get_by_text(re.compile(f"Delete job {jobs['doomed']} .* for good")).wait_for()
+    page.get_by_text(re.compile(f"Delete “cifar_net · .*” \\(job {jobs['doomed']},.* for good")).wait_for()
     assert JobStore(home / "jobs.db").get(jobs["doomed"]).status == "succeeded"
     page.get_by_role("button", name="Delete for good").click()
-    page.get_by_text(f"Deleted job {jobs['doomed']}.").wait_for()
+    page.get_by_text(f"(job {jobs['doomed']}).").wait_for()
     remaining = {j.id for j in JobStore(home / "jobs.db").list_jobs(refresh=False)}
     assert remaining == {jobs["failed"], jobs["kept"]}
 
@@ -117,3 +139,125 @@ def test_no_request_leaves_the_app(page, served) -> None:
     page.get_by_text("Classify").first.wait_for()
     page.wait_for_timeout(2000)
     assert page.hosts == {url.split("/")[2]}, page.hosts
+
+
+def _after_reruns(page, count: int) -> None:
+    """Wait until the page has asked for `count` more reruns (the panel's timer) and drawn the last one."""
+    target = len(page.sent) + count
+    page.wait_for_function("() => true")  # a round trip, so frames already in flight are counted
+    deadline = time.monotonic() + 120
+    while len(page.sent) < target and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+    assert len(page.sent) >= target, "the panel stopped rerunning"
+    page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=60_000)
+
+
+def _picked(page) -> str:
+    """What the Job picker shows ("" when nothing is picked)."""
+    return page.locator(".st-key-train_action_job input").input_value()
+
+
+def _one_job_named(page, job_id: str) -> None:
+    """The picker and the summary name `job_id`."""
+    assert _picked(page).endswith(job_id), _picked(page)
+    assert job_id in page.locator(".st-key-train_job_summary").inner_text()
+
+
+def test_resume_then_delete_keep_every_part_of_the_page_on_one_job(page, served) -> None:
+    """Issue 31, 1: after Resume the picker, the summary and the buttons stay on the resumed job while the panel
+    reruns; after a Delete nothing is selected (no other job's Delete one click away), however long one looks."""
+    url, jobs, home = served
+    store = JobStore(home / "jobs.db")
+    paused = _seed(store, "cancelled", name="paused run", checkpoint=True)
+    holder = _seed(store, "running", name="holder")  # the newest job (the picker's first), it keeps the panel live
+    try:
+        page.goto(url.link("/train"))
+        _pick_job(page, paused)
+        page.get_by_role("button", name="Resume").click()
+        page.get_by_text(f"Resumed paused run ({paused}): queued.").wait_for()
+        _after_reruns(page, 4)
+        assert store.get(paused).status == "queued"
+        _one_job_named(page, paused)
+        assert _picked(page) == f"paused run · queued · {paused}"
+        # a queued job's buttons (the holder, running, would have the same: the picker and summary say which)
+        assert page.get_by_role("button", name="Cancel").is_enabled()
+        assert page.get_by_role("button", name="Delete…").is_disabled()
+
+        _pick_job(page, jobs["kept"])
+        page.get_by_role("button", name="Delete…").click()
+        question = page.locator(".st-key-train_delete_box").inner_text()
+        assert f"(job {jobs['kept']}, cifar_net, succeeded)" in question, question
+        page.get_by_role("button", name="Delete for good").click()
+        page.get_by_text(f"(job {jobs['kept']}).").wait_for()
+        _after_reruns(page, 3)
+        assert _picked(page) == ""
+        assert page.get_by_role("button", name="Delete…").count() == 0
+        assert page.locator(".st-key-train_job_summary").count() == 0
+
+        _pick_job(page, paused)
+        page.locator(".st-key-train_job_summary").get_by_text(f"paused run · job {paused}").wait_for()
+        _one_job_named(page, paused)
+    finally:
+        store.finish(holder, "cancelled")
+        store.close()
+
+
+# Counts, in the page, every WebGL context made (HTMLCanvasElement.getContext) and every redraw of a chart whose
+# data changed (polled every 50 ms: a conservative count).
+WATCH_CHARTS = """
+window.__webgl = 0; window.__redraws = 0;
+const made = new WeakSet(), getContext = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
+  const context = getContext.call(this, type, ...rest);
+  if (context && /webgl/i.test(String(type)) && !made.has(context)) { made.add(context); window.__webgl++; }
+  return context;
+};
+const last = new Map();
+setInterval(() => {
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    const title = (plot.layout && plot.layout.title && plot.layout.title.text) || '';
+    const shape = (plot.data || []).map(t => (t.x && t.x.bdata !== undefined ? t.x.bdata : t.x || []).length)
+      .join(',');  // a numpy array arrives as {dtype, bdata}
+    if (last.has(title) && last.get(title) !== shape) window.__redraws++;
+    last.set(title, shape);
+  }
+}, 50);
+"""
+LOSS_CHART = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .some(p => ((p.layout.title || {}).text || '').includes('Training loss per step') && p.data.length > 0)"""
+LOSS_CHART_DRAWN = """() => {
+  const plot = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(p => ((p.layout.title || {}).text || '').includes('Training loss per step'));
+  return !!plot && plot.data.length > 0 && plot.querySelectorAll('.scatterlayer path.js-line').length > 0
+    && plot.querySelectorAll('.xaxislayer-above .xtick').length > 0;
+}"""
+
+
+def test_the_charts_of_a_running_job_stay_drawn_over_many_redraws(page, served) -> None:
+    """Issue 31, 2: the page made a WebGL context per redraw of each chart (scattergl) and the browser dropped
+    the oldest past 16, blanking the loss chart. Steps arrive while the page redraws its charts 100 times."""
+    url, _, home = served
+    store = JobStore(home / "jobs.db")
+    live = _seed(store, "running", name="live")
+    done = threading.Event()
+
+    def steps() -> None:  # the job's process, as far as the page can tell: a step every 0.2 s
+        step = 3
+        while not done.wait(0.2):
+            step += 1
+            store.add_steps([(live, step, 0, 2.0 / step, 0.001, 40.0, time.time(), None)])
+
+    writer = threading.Thread(target=steps, daemon=True)
+    writer.start()
+    try:
+        page.add_init_script(WATCH_CHARTS)
+        page.goto(url.link("/train"))
+        page.wait_for_function(LOSS_CHART, timeout=240_000)
+        page.wait_for_function("() => window.__redraws >= 100", timeout=300_000, polling=1000)
+        assert page.evaluate("window.__webgl") <= 2, page.evaluate("window.__webgl")
+        assert page.evaluate(LOSS_CHART_DRAWN), "the loss chart lost its lines or axes"
+    finally:
+        done.set()
+        writer.join()
+        store.finish(live, "cancelled")
+        store.close()

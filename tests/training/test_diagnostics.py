@@ -38,4 +38,4 @@ def test_nan_or_inf_losses_and_a_huge_val_loss_are_flagged() -> None:
     assert "infinite at step 2" in training_warnings([2.3, math.inf], [], {})[0]
     epochs = [{"epoch": 0, "train_loss": 5.3, "val_loss": 1e10}]
     (warning,) = training_warnings([2.3, 2.2, 2.1, 2.0, 1.9, 1.8], epochs, RANDOM_INIT)
-    assert warning.startswith("the val loss reached 1e+10 at epoch 0: the model has diverged; lr 0.1")
+    assert warning.startswith("the val loss reached 1e+10 at epoch 1: the model has diverged; lr 0.1")

@@ -55,6 +55,36 @@ def test_stop_and_resume_continue_the_same_run_exactly(tmp_path: Path) -> None:
     assert second.epochs[-1][1]["train_loss"] == pytest.approx(straight.epochs[-1][1]["train_loss"], rel=1e-5)
 
 
+class CancelInValidation(RecordingSink):
+    """Asks to stop once the validation pass after step `at` has begun (the loop's first ask after that step)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at, self.asked_after = at, 0
+
+    def should_stop(self) -> bool:
+        if len(self.steps) < self.at:
+            return False
+        self.asked_after += 1
+        return self.asked_after > 1  # the first ask is the training loop's, right after the step
+
+
+def test_a_cancel_during_validation_stops_there_and_the_resume_validates_again(tmp_path: Path) -> None:
+    """Issue 31, 6: a cancel no longer waits for the end of the validation pass; no half-scored epoch is kept."""
+    data = str(write_toy_dataset(tmp_path / "toy", classes=2, per_class=10, val_per_class=4))
+    straight = RecordingSink()
+    run("cifar_net", tmp_path / "a", straight, data=data, epochs=2, lr=0.01, batch_size=4)
+    first = CancelInValidation(at=5)  # 5 steps per epoch: stopped in epoch 0's validation
+    stopped = run("cifar_net", tmp_path / "b", first, data=data, epochs=2, lr=0.01, batch_size=4)
+    assert stopped.status == "stopped" and stopped.step == 5 and first.epochs == []
+    assert first.checkpoints[-1][1] == {"step": 5, "epoch": 0}
+    second = RecordingSink()
+    done = run("cifar_net", tmp_path / "b", second, resume=True, data=data, epochs=2, lr=0.01, batch_size=4)
+    assert done.status == "completed" and [s["step"] for s in second.steps] == [6, 7, 8, 9, 10]
+    assert [e for e, _ in second.epochs] == [0, 1]  # epoch 0 validated on resume, with no step trained again
+    assert second.epochs[0][1]["top1"] == pytest.approx(straight.epochs[0][1]["top1"])
+
+
 @pytest.mark.slow
 def test_inception_v3_trains_at_a_small_size_and_its_checkpoint_classifies(tmp_path: Path, sample_jpeg) -> None:
     data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=3, val_per_class=1, size=80)

@@ -3,7 +3,7 @@ never while nothing can change."""
 
 from __future__ import annotations
 
-from ui.polling import FAST, QUIET_TICKS, SLOWEST, PollState, next_poll, wanted_interval
+from ui.polling import FAST, QUIET_TICKS, SLOWEST, PollState, fast_interval, next_poll, wanted_interval
 
 
 def test_the_interval_doubles_after_quiet_ticks_up_to_the_slowest_and_resets_on_change() -> None:
@@ -21,3 +21,13 @@ def test_the_interval_doubles_after_quiet_ticks_up_to_the_slowest_and_resets_on_
 def test_no_timer_at_all_while_nothing_is_queued_or_running() -> None:
     assert wanted_interval(PollState(interval=4.0), active=False) is None
     assert wanted_interval(PollState(interval=4.0), active=True) == 4.0
+
+
+def test_refresh_interval_comes_from_the_environment_when_it_reads(monkeypatch) -> None:
+    monkeypatch.setenv("DLGUIDE_REFRESH_S", "0.5")
+    assert fast_interval() == 0.5 and next_poll(PollState(), ("job", 1)).interval == 0.5
+    for wrong in ("soon", "0", "-1"):
+        monkeypatch.setenv("DLGUIDE_REFRESH_S", wrong)
+        assert fast_interval() == FAST
+    monkeypatch.setenv("DLGUIDE_REFRESH_S", "999")
+    assert fast_interval() == SLOWEST

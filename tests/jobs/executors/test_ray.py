@@ -90,7 +90,7 @@ def test_an_inception_job_runs_on_ray_with_curves_streaming(ray_home, capsys) ->
     shown = json.loads(capsys.readouterr().out)
     assert (shown["executor"], shown["external_id"], shown["status"]) == ("ray", job.external_id, "succeeded")
     log = _ray_log(executor, store.get(job.id))
-    assert f"job {job.id} succeeded" in log and "epoch 0 step 3/3" in log
+    assert f"job {job.id} succeeded" in log and "epoch 1 step 3/3" in log
     assert executor.log_file(store.get(job.id)).read_text().splitlines() == log.splitlines()  # the page reads it
 
 

@@ -56,8 +56,25 @@ def test_pages_import_only_core_and_ui_libraries():
         extra = _imports(path) - allowed - {"ui"}
         assert not extra, f"{path.name} imports {extra}: put that logic in dlguide_core"
     for path in UI:  # the ui package never imports the pages that use it
-        extra = _imports(path) - allowed - {"ui"}
+        serving = SERVING_EXTRAS if path.stem in SERVING_MODULES else set()
+        extra = _imports(path) - allowed - {"ui"} - serving
         assert not extra, f"ui/{path.name} imports {extra}: put that logic in dlguide_core"
+
+
+# serve.py's own plumbing: middleware and hooks that run in the server's event loop and its timers, never in a
+# script run. They may use the web server's types and a timer thread; no page imports them.
+SERVING_MODULES = {"static_gzip", "token_gate", "control_messages", "upload_caps", "sign_in_return"}
+SERVING_EXTRAS = {"starlette", "threading"}
+
+
+def test_no_page_imports_the_servers_plumbing():
+    for path in PAGES:
+        tree = ast.parse(path.read_text())
+        used = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "ui"
+                for alias in node.names}
+        used |= {node.module.split(".")[1] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ui.")}
+        assert not used & SERVING_MODULES, f"{path.name} imports serve.py's plumbing: {used & SERVING_MODULES}"
 
 
 def test_every_widget_has_an_explicit_key():
@@ -171,8 +188,8 @@ def test_every_served_entry_goes_through_the_launcher():
         if path.name == "test_architecture.py":
             continue
         text = path.read_text()
-        if path.name == "bench_first_paint.py":  # its "bare" mode serves a generated app with no dlguide code
-            text = text.replace('[sys.executable, "-m", "streamlit", "run", str(app)', "")  # (the floor)
+        if path.name in ("bench_first_paint.py", "bench_rerun_flood.py"):  # their "bare" mode serves a generated
+            text = text.replace('[sys.executable, "-m", "streamlit", "run", str(app)', "")  # app: the floor
             assert "app.py" not in text.split("BARE_APP = ", 1)[1].split('"""', 2)[1]
         assert '"-m", "streamlit"' not in text and '"streamlit", "run"' not in text, path.name
 
@@ -598,10 +615,25 @@ def test_the_booth_page_keeps_its_kiosk_address():
 # --- Issue 33 (N6): a run's name is anyone's text. Streamlit renders Markdown (links, remote images, :red[...]) in
 # markdown/write/caption/titles/alerts/toasts, so a name never goes into one: it is shown with st.text, st.code,
 # a table cell, a widget label, or escaped HTML (st.html(html.escape(...))). Spotted: `<something job>.name`,
-# `run_name(...)`, or a variable called `name`/`run_name` inside such a call's arguments.
+# `run_name`/`display_name`/`display_label(...)`, or a variable called `name`/`run_name` inside such a call's
+# arguments, unless ui.literal_text.literal(...) escaped it.
 NAME_RULE_EXEMPT = {"pages/devices.py"}  # its `name`s are MIGraphX's own target names (gpu, cpu, ref), not people's
 MARKDOWN_CALLS = {"markdown", "write", "caption", "title", "header", "subheader", "info", "success", "warning",
                   "error", "toast"}
+
+
+NAMING_CALLS = {"run_name", "display_name", "display_label"}
+
+
+def _unescaped(tree: ast.AST):
+    """Every node of `tree` except what sits inside ui.literal_text.literal(...), which escapes Markdown."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "literal":
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _names_in_markdown(tree: ast.AST) -> list[tuple[int, str]]:
@@ -610,12 +642,12 @@ def _names_in_markdown(tree: ast.AST) -> list[tuple[int, str]]:
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr in MARKDOWN_CALLS):
             continue
-        for node in ast.walk(ast.Module(body=[ast.Expr(a) for a in [*call.args, *(k.value for k in call.keywords)]],
-                                        type_ignores=[])):
+        for node in _unescaped(ast.Module(body=[ast.Expr(a) for a in [*call.args, *(k.value for k in call.keywords)]],
+                                          type_ignores=[])):
             job_name = (isinstance(node, ast.Attribute) and node.attr == "name"
                         and "job" in ast.unparse(node.value).lower())
             named = isinstance(node, ast.Name) and node.id in ("name", "run_name")
-            called = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_name"
+            called = isinstance(node, ast.Call) and getattr(node.func, "id", None) in NAMING_CALLS
             if job_name or named or called:
                 found.append((call.lineno, ast.unparse(call)[:80]))
                 break
@@ -631,8 +663,11 @@ def test_run_names_are_never_rendered_as_markdown():
 
 def test_the_run_name_rule_sees_a_name_in_markdown():
     tree = ast.parse('st.markdown(f"**{job.name}**")\nst.caption(run_name(j))\nst.text(job.name)\n'
+                     'st.info(f"{literal(name)} saved")\nst.error(display_label(job))\n'
                      'st.success(f"{name} saved")\nst.html(html.escape(job.name))\n')
-    assert [line for line, _ in _names_in_markdown(tree)] == [1, 2, 4]
+    assert [line for line, _ in _names_in_markdown(tree)] == [1, 2, 5, 6]
+
+
 def test_streamlit_secrets_are_never_committed_nor_baked_into_an_image():
     """Issue 33 (N9): .streamlit/secrets.toml holds the sign-in cookie_secret, which mints sessions."""
     for name in (".gitignore", ".dockerignore"):
@@ -640,6 +675,8 @@ def test_streamlit_secrets_are_never_committed_nor_baked_into_an_image():
         assert ".streamlit/secrets.toml" in lines, name
     ignored = subprocess.run(["git", "check-ignore", "-q", ".streamlit/secrets.toml"], cwd=ROOT)
     assert ignored.returncode == 0
+
+
 # Plotly's trace types that draw with WebGL: each plot holds a WebGL context, browsers keep about 16 per page.
 WEBGL_TRACES = {"Scattergl", "Scatterpolargl", "Splom", "Parcoords", "Heatmapgl", "Pointcloud", "Scatter3d",
                 "Surface", "Mesh3d", "Cone", "Streamtube", "Volume", "Isosurface"}

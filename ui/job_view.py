@@ -17,6 +17,7 @@ from ui.auth import act_on_job
 from ui.executors import cancel as cancel_job
 from ui.executors import job_files
 from ui.executors import resume as resume_job
+from ui.literal_text import literal
 
 BadgeColor = Literal["red", "orange", "yellow", "blue", "green", "violet", "gray", "grey", "primary"]  # st.badge's
 STATUS_COLOR: dict[str, BadgeColor] = {"queued": "gray", "running": "blue", "succeeded": "green", "failed": "red",
@@ -105,13 +106,13 @@ def _actions(store: JobStore, job: Job) -> None:
         if cancel.button("Cancel", key="train_cancel", disabled=bool(cancel_why), help=cancel_why or
                          "Stop at the next step, with a checkpoint (a queued job is dropped at once)."):
             act_on_job(job, "cancel", lambda: cancel_job(store, job))  # owner or admin (ui.auth); its executor
-            st.session_state["train_notice"] = f"Cancelling {display_name(job)} ({job.id}) at its next step."
+            st.session_state["train_notice"] = f"Cancelling {literal(display_name(job))} ({job.id}) at its next step."
             st.rerun()
         if resume.button("Resume", key="train_resume", disabled=bool(resume_why),
                          help=resume_why or "Queue it again; it continues from its last checkpoint."):
             act_on_job(job, "resume", lambda: resume_job(store, job))
             select_job(job.id)  # the page stays on the resumed job (same id), whatever the list does meanwhile
-            st.session_state["train_notice"] = f"Resumed {display_name(job)} ({job.id}): queued."
+            st.session_state["train_notice"] = f"Resumed {literal(display_name(job))} ({job.id}): queued."
             st.rerun()
         if delete.button("Delete…", key="train_delete", disabled=bool(delete_why),
                          help=delete_why or "Asks first, naming what is lost."):
@@ -126,14 +127,15 @@ def _confirm_delete(store: JobStore, job: Job, summary: JobSummary) -> None:
     if st.session_state.get("train_delete_pending") != job.id:
         return
     with st.container(border=True, key="train_delete_box"):
-        st.warning(f"Delete “{display_name(job)}” (job {job.id}, {job.recipe}, {job.status}) for good? This removes "
+        st.warning(f"Delete “{literal(display_name(job))}” (job {job.id}, {job.recipe}, {job.status}) for good? "
+                   "This removes "
                    f"{what_is_lost(job, summary)}. It cannot be undone.", icon=":material/delete_forever:")
         yes, no = st.columns(2)
         if yes.button("Delete for good", key="train_delete_confirm", type="primary"):
             del st.session_state["train_delete_pending"]
             try:
                 act_on_job(job, "delete", lambda: store.delete(job.id))
-                st.session_state["train_notice"] = f"Deleted “{display_name(job)}” (job {job.id})."
+                st.session_state["train_notice"] = f"Deleted “{literal(display_name(job))}” (job {job.id})."
                 select_job(None)  # nothing is under the buttons until the user picks: never the next job's Delete
             except DlguideError as exc:  # e.g. not the owner (ui.auth): said as an error, after the rerun
                 st.session_state["train_refusal"] = str(exc)

@@ -16,6 +16,7 @@ from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
 from ui.charts import curve_figure, epoch_figures, per_class_figure, run_colors, training_loss_figure
+from ui.literal_text import literal
 from ui.runs import comparison_table
 
 CHOICE = "train_view_choice"  # not a widget key: Streamlit drops a widget's state when its page is left
@@ -82,17 +83,18 @@ def _charts(store: JobStore, chosen: list[Job], colors: dict[str, str]) -> None:
     steps = {j.id: steps_of(store, j) for j in chosen}
     for job in (j for j in chosen if not steps[j.id]["step"]):
         if job.status in ACTIVE:
-            st.info(f"{label[job.id]}: waiting for the first step ({job.status}).", icon=":material/hourglass_top:")
+            st.info(f"{literal(label[job.id])}: waiting for the first step ({job.status}).",
+                    icon=":material/hourglass_top:")
         else:  # it ended before its first step: why, in one line (in full in its summary)
             reason = (job.error or "no reason recorded (see its log)").strip().splitlines()[0]
-            st.error(f"{label[job.id]} {job.status} before its first step: {reason}", icon=":material/error:")
+            st.error(f"{literal(label[job.id])} {job.status} before its first step: {reason}", icon=":material/error:")
     runs = {label[i]: cols for i, cols in steps.items() if cols["step"]}
     epochs = {label[j.id]: store.epochs(j.id) for j in chosen}
     colors = {label[i]: c for i, c in colors.items() if i in label}
     for job in chosen:  # a diverged run says so, with what to change (no status change)
         name = label[job.id]
         for warning in training_warnings(runs.get(name, {}).get("loss", []), epochs[name], job.config):
-            st.warning(f"{name}: {warning}", icon=":material/trending_up:")
+            st.warning(f"{literal(name)}: {warning}", icon=":material/trending_up:")
     if not runs:
         return
     st.plotly_chart(training_loss_figure(runs, smoothing, log_y=log_y, colors=colors), key="train_loss_chart")
@@ -126,7 +128,7 @@ def live_curves(store: JobStore, jobs: list[Job]) -> None:
     colors = run_colors([j.id for j in sorted(jobs, key=lambda j: j.created)])
     steps = sum(len(steps_of(store, j)["step"]) for j in chosen)
     st.caption(f"{steps:,} steps stored · refreshed {time.strftime('%H:%M:%S')} · "
-               + " · ".join(f"{display_label(j)}: {j.status}" for j in chosen))
+               + " · ".join(f"{literal(display_label(j))}: {j.status}" for j in chosen))
     comparison_table(store, chosen, key="train_compare_table")
     _charts(store, chosen, colors)
     for job in chosen:

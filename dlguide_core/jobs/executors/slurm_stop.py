@@ -14,7 +14,7 @@ JobState=COMPLETING and Restarts already one above the run's SLURM_RESTART_COUNT
 | the store's cancel flag (dlguide's own cancel)           | the user, via dlguide   | cancelled                  |
 | DUE TO PREEMPTION, or PreemptTime set                    | preemption              | queued (Slurm requeues it) |
 | DUE TO JOB REQUEUE, or Restarts > SLURM_RESTART_COUNT    | `scontrol requeue`      | queued (Slurm requeues it) |
-| DUE TO TIME LIMIT, TIMEOUT, or EndTime within the lead   | the time limit          | interrupted (or queued     |
+| DUE TO TIME LIMIT, TIMEOUT, or RUNNING near EndTime      | the time limit          | interrupted (or queued     |
 |                                                          |                         | with --requeue-on-timeout) |
 | DUE TO NODE FAILURE, NODE_FAIL, DEADLINE, BOOT_FAIL      | the cluster             | queued, else interrupted   |
 | anything else (a plain `scancel`, `scancel --signal`)    | the user                | cancelled                  |
@@ -102,10 +102,11 @@ def judge(fields: Mapping[str, str], *, cancel_flag: bool, step: int | None, res
         return _requeue_or_stop(f"preempted{at}", requeuable, self_needed=state == "RUNNING")
     if cause == "JOB REQUEUE" or _int(fields.get("Restarts")) > restart:
         return _requeue_or_stop(f"requeued by Slurm{at}", requeuable, self_needed=False)
-    # A cancelled job's EndTime is the cancel's time: only a TERM without a stepd line (the warning that
-    # --signal=B:TERM@ sends before the limit) is judged by EndTime.
-    if cause == "TIME LIMIT" or state == "TIMEOUT" or (cause is None and _near_end(fields.get("EndTime", ""),
-                                                                                   time_limit, now)):
+    # A signal alone leaves the job RUNNING (slurmstepd logs a cause-less line for it too): the warning that
+    # --signal=B:TERM@ sends before the limit, when EndTime is that close. A cancelled job's EndTime is the
+    # cancel's time, so EndTime says nothing once the job is ending.
+    if cause == "TIME LIMIT" or state == "TIMEOUT" or (state == "RUNNING" and _near_end(fields.get("EndTime", ""),
+                                                                                        time_limit, now)):
         if requeue_on_timeout and requeuable:
             return SlurmStop("queued", f"stopped by SIGTERM before the time limit{at}", requeue_self=True)
         return SlurmStop("interrupted", f"stopped by SIGTERM before the time limit{at}; resume continues it")

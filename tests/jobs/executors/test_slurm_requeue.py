@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -44,15 +45,15 @@ def test_the_users_stops_are_cancels_and_the_schedulers_are_requeues_or_interrup
 
 
 def test_the_time_limit_interrupts_or_requeues_when_asked() -> None:
-    near = {**RUNNING, "EndTime": "1970-01-12T13:47:10"}  # 30 s after `now` (local time, as Slurm prints it)
-    from datetime import datetime
-    near["EndTime"] = datetime.fromtimestamp(1_000_030).isoformat(timespec="seconds")
-    stop = _judge(near, time_limit="00:01:00")
+    near = {**RUNNING, "EndTime": datetime.fromtimestamp(1_000_030).isoformat(timespec="seconds")}  # 30 s on
+    stop = _judge(near, "", time_limit="00:01:00")  # the warning: slurmstepd logs a cause-less line for it too
     assert stop.status == "interrupted" and "SIGTERM before the time limit" in stop.reason
     requeued = _judge(near, time_limit="00:01:00", requeue_on_timeout=True)
     assert (requeued.status, requeued.requeue_self) == ("queued", True)
     far = {**RUNNING, "EndTime": datetime.fromtimestamp(1_003_600).isoformat(timespec="seconds")}
-    assert _judge(far, time_limit="02:00:00").status == "cancelled"
+    assert _judge(far, "", time_limit="02:00:00").status == "cancelled"  # a user's `scancel --signal=TERM`
+    ended = {**KILLING, "EndTime": datetime.fromtimestamp(1_000_000).isoformat(timespec="seconds")}
+    assert _judge(ended, "", time_limit="00:01:00").status == "cancelled"  # a plain scancel: EndTime is now
 
 
 def test_stepd_lines_name_the_cause_of_this_jobs_last_stop() -> None:

@@ -93,8 +93,12 @@ def _slurm_fields(name: str) -> RunOn:
     nodes = c1.number_input("Nodes", 1, 4096, 1, key=f"train_{name}_slurm_nodes")
     per_node = c2.number_input("GPUs per node" if gpus else "Processes per node (CPU tasks)", 1, 64, 1,
                                key=f"train_{name}_slurm_per_node")
+    requeue = c3.checkbox("Requeue when preempted", True, key=f"train_{name}_slurm_requeue",
+                          help="Slurm may stop the job (preemption, a lost node) and run it again: it resumes from "
+                          "its checkpoint as the same job (sbatch --requeue). Off: it ends interrupted.")
     executor = registry.get_executor("slurm")
-    options = options_from(executor.options_cls, {"partition": partition, "account": account, "time": limit})
+    options = options_from(executor.options_cls, {"partition": partition, "account": account, "time": limit,
+                                                  "requeue": requeue})
     values = {"nnodes": int(nodes), "nproc_per_node": int(per_node),
               "rdzv_endpoint": RDZV_BY_SCHEDULER if nodes > 1 else ""}
     warnings = executor.submit_warnings(options)
@@ -130,12 +134,14 @@ def where(job: Job) -> str:
 
 
 def job_note(job: Job, error: str | None) -> str:
-    """The table's note: the error, or a scheduler job's pending reason while it waits."""
+    """The table's note: the error, or a scheduler job's pending reason while it waits; after a requeue, what
+    stopped it first ("preempted at step 30, resumed")."""
+    note = error or ""
     if job.status in ACTIVE and tracking.executor_of(job) != registry.DEFAULT:
         last = tracking.last_known(job.id)
         if last and last.reason and job.status == "queued":
-            return last.reason
-    return error or ""
+            note = last.reason
+    return "; ".join(part for part in (job.restart_text, note) if part)
 
 
 def scheduler_banner(report: tracking.SyncReport) -> None:

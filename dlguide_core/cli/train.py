@@ -59,6 +59,15 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     slurm.add_argument("--account", metavar="A", help="default: DLGUIDE_SLURM_ACCOUNT")
     slurm.add_argument("--time", metavar="HH:MM:SS", help="time limit; default: DLGUIDE_SLURM_TIME, else the "
                        "partition's (the job checkpoints and becomes interrupted before it)")
+    slurm.add_argument("--requeue", action=argparse.BooleanOptionalAction, default=None,
+                       help="a job Slurm preempts, requeues or loses a node under comes back as the same job and "
+                       "resumes from its checkpoint (default: on; --no-requeue: it ends interrupted)")
+    slurm.add_argument("--requeue-on-timeout", action="store_true", default=None,
+                       help="at the time limit, checkpoint and requeue instead of ending interrupted")
+    slurm.add_argument("--max-requeues", type=int, metavar="N",
+                       help="end a job Slurm has requeued N times as interrupted (default: 5)")
+    slurm.add_argument("--gpus-per-node", type=int, metavar="N",
+                       help="GPUs per node through Slurm's gres (default: --nproc-per-node on a GPU partition)")
     ray = p.add_argument_group("--executor ray (docs/CLUSTERS.md); --nproc-per-node N runs torchrun inside the Ray "
                                "job (one node)")
     ray.add_argument("--ray-address", metavar="URL", help="Ray's job API, e.g. http://HEAD:8265; default: RAY_ADDRESS")

@@ -70,6 +70,17 @@ class Job:
     name: str | None = None  # a person's label for it
     tags: tuple[str, ...] = ()
     skipped_files: dict[str, Any] | None = None  # {"count": N, "examples": [...]}: unreadable inputs skipped
+    # schema v3
+    restarts: int = 0  # times the scheduler ran this same job again (Slurm's requeue: preemption, node failure)
+    restart_note: str | None = None  # what the last requeue stopped: "preempted at step 120"
+
+    @property
+    def restart_text(self) -> str | None:
+        """"preempted at step 120, resumed" once the requeued run is back; None before any requeue."""
+        if not self.restart_note:
+            return None
+        times = f" ({self.restarts} restarts)" if self.restarts > 1 else ""
+        return self.restart_note + (", resumed" if self.status != "queued" else ", requeued") + times
 
     @property
     def job_dir(self) -> Path:
@@ -143,9 +154,9 @@ def devices_of(config: str | dict[str, Any] | None) -> int:
 
 
 def row_to_job(row: Mapping[str, Any], *, lenient: bool = False) -> Job:
-    """A `jobs` row of any schema version (a read-only v1 store has no v2 columns); UnreadableJob, naming the job
-    and the column, when a JSON column does not hold the JSON it should (`lenient`: that column read as empty,
-    enough to delete the job)."""
+    """A `jobs` row of any schema version (a read-only v1 store has no v2 columns, a v2 store no v3 ones);
+    UnreadableJob, naming the job and the column, when a JSON column does not hold the JSON it should
+    (`lenient`: that column read as empty, enough to delete the job)."""
     empty = {"config": "{}", "class_names": "[]", "tags": "[]", "skipped_files": None}
     fixed = dict(row)
     for column, kind in (("config", dict), ("class_names", list), ("tags", list), ("skipped_files", dict)):
@@ -179,4 +190,5 @@ def _row_to_job(row: Mapping[str, Any]) -> Job:
                executor=v2("executor", "local"), external_id=v2("external_id"),
                owner=qualified(v2("owner")) if v2("owner") else None,  # a plain name of an older store: its namespace
                host=v2("host"), boot_id=v2("boot_id"), name=v2("name"),
-               tags=tuple(json.loads(v2("tags", "[]"))), skipped_files=json.loads(v2("skipped_files", "null")))
+               tags=tuple(json.loads(v2("tags", "[]"))), skipped_files=json.loads(v2("skipped_files", "null")),
+               restarts=v2("restarts", 0), restart_note=v2("restart_note"))

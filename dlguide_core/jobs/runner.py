@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 
 from dlguide_core.errors import DlguideError
@@ -33,8 +34,12 @@ def _run(job: Job, sink: TrainingSink) -> RunResult:
     return recipe.run_function()(cfg, ctx)
 
 
-def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None) -> str:
-    """Run a claimed (running) job in this process to its final status; returns that status."""
+Decide = Callable[[str, "str | None"], "tuple[str, str | None]"]
+
+
+def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None, decide: Decide | None = None) -> str:
+    """Run a claimed (running) job in this process to its final status; returns that status. `decide` (a
+    scheduler's job entry) may change (status, error) before it is written; "queued": it already wrote that."""
     job = store.get(job_id, refresh=False)
     sink = StoreSink(store.url, job_id)
     # After the store (see its on_start); an evaluation job has no curves to keep there.
@@ -53,10 +58,21 @@ def run_job(store: JobStore, job_id: str, extra_sink: TrainingSink | None = None
         if tensorboard:
             tensorboard.close()
         sink.close()
-        retry_while_away(lambda: store.finish(job_id, status, error))  # a store briefly away keeps the ending
+        if decide is not None:
+            status, error = _decided(decide, status, error)
+        if status != "queued":
+            retry_while_away(lambda: store.finish(job_id, status, error))  # a store briefly away keeps the ending
     if error:
         print(f"job {job_id} {status}: {error}", file=sys.stderr, flush=True)
     return status
+
+
+def _decided(decide: Decide, status: str, error: str | None) -> tuple[str, str | None]:
+    try:
+        return decide(status, error)
+    except Exception as exc:  # noqa: BLE001 - judging the stop must never lose the ending itself
+        print(f"could not judge the stop ({type(exc).__name__}: {exc}); it stays {status}", file=sys.stderr)
+        return status, error
 
 
 def main(argv: list[str] | None = None) -> int:

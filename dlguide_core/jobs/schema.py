@@ -35,7 +35,10 @@ V1 = (
 V2 = tuple(f"ALTER TABLE jobs ADD COLUMN {column}" for column in (
     "executor TEXT NOT NULL DEFAULT 'local'", "external_id TEXT", "owner TEXT", "host TEXT", "boot_id TEXT",
     "name TEXT", "tags TEXT", "skipped_files TEXT"))
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: V1, 2: V2}
+# v3: a scheduler's requeues of the same job (Slurm: preemption, node failure), and what the last one stopped.
+V3 = ("ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE jobs ADD COLUMN restart_note TEXT")
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: V1, 2: V2, 3: V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
 UPGRADE_COMMAND = "python -m dlguide_core store upgrade"

@@ -8,7 +8,10 @@ instead of the single-process `EpochSampler`.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import random
+import signal
 from typing import Any
 
 import torch
@@ -95,6 +98,43 @@ class EpochSampler(Sampler[int]):
         return self.size - self.skip
 
 
+def ignore_stop_signals(_worker_id: int) -> None:
+    """A DataLoader worker's `worker_init_fn`: TERM and INT are the main process's to decide on.
+
+    A scheduler's stop (Slurm's scancel, preemption, a time limit) sends TERM to every process of the job. torch's
+    worker handler re-raises a TERM that does not come from its parent, so the worker died and the main process
+    failed with "DataLoader worker (pid N) is killed by signal: Terminated" before its checkpointed stop. Ignored
+    here, the workers keep serving batches until the main process stops; they exit when it goes (torch's
+    watchdog checks the parent)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def worker_options(workers: int) -> dict[str, Any]:
+    """DataLoader arguments for `workers` processes: persistent, and leaving stops to the main process."""
+    if workers <= 0:
+        return {"num_workers": 0}
+    _end_workers_at_exit()
+    return {"num_workers": workers, "persistent_workers": True,  # workers survive epochs: no re-fork per epoch
+            "worker_init_fn": ignore_stop_signals}
+
+
+@functools.cache
+def _end_workers_at_exit() -> None:
+    """Workers that ignore TERM would hang multiprocessing's own exit handler (terminate, then join without a
+    timeout) when a loader is still alive at exit: end them first (atexit runs the last registered first)."""
+    atexit.register(_kill_daemon_children)
+
+
+def _kill_daemon_children() -> None:
+    import multiprocessing
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # torch's SIGCHLD check would report these ends as failures
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            child.kill()
+
+
 def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device,
                    env: distributed.DistEnv | None = None) -> tuple[DataLoader, DataLoader]:
     """Under DDP each rank reads its shard of every epoch and of the val set (batch_size is per device)."""
@@ -102,8 +142,7 @@ def create_loaders(bundle: DataBundle, cfg: TrainConfig, device: torch.device,
     sampler = (distributed.ShardedEpochSampler(bundle.train, env.world_size, env.rank, cfg.seed) if env.enabled
                else EpochSampler(len(bundle.train), cfg.seed))
     val_sampler = distributed.ShardSampler(len(bundle.val), env.world_size, env.rank) if env.enabled else None
-    common = {"num_workers": cfg.workers, "pin_memory": device.type == "cuda",
-              "persistent_workers": cfg.workers > 0}  # workers survive epochs: no re-fork per epoch
+    common = {"pin_memory": device.type == "cuda", **worker_options(cfg.workers)}
     train = DataLoader(bundle.train, batch_size=cfg.batch_size, sampler=sampler, **common)
     val = DataLoader(bundle.val, batch_size=cfg.batch_size, shuffle=False, sampler=val_sampler, **common)
     return train, val

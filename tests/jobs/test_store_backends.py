@@ -120,7 +120,7 @@ def test_the_password_never_shows_in_errors_or_info(postgres_server, monkeypatch
     info = subprocess.run([sys.executable, "-m", "dlguide_core", "store", "info", "--json"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert json.loads(info.stdout) == {"backend": "postgresql", "url": url.replace(postgres_server.password, "***"),
-                                       "schema_version": 2, "jobs": 1}
+                                       "schema_version": 3, "jobs": 1}
     assert postgres_server.password not in repr(JobStore().url) + str(JobStore().url)
 
 

@@ -37,7 +37,7 @@ def test_a_v1_store_upgrades_on_open_after_a_backup_and_keeps_every_row(tmp_path
     monkeypatch.setenv("DLGUIDE_HOME", str(home))
     before = _v1_rows(home / "jobs.db")
     store = JobStore()
-    assert store.schema_version == schema.SCHEMA_VERSION == 2
+    assert store.schema_version == schema.SCHEMA_VERSION == 3
     assert _v1_rows(home / "jobs.db.bak-v1") == before  # the copy taken before the upgrade
     jobs = store.list_jobs(refresh=False)
     assert sorted((j.recipe, j.status) for j in jobs) == sorted((r[0], r[3]) for r in JOBS)
@@ -54,7 +54,7 @@ def test_a_v1_store_upgrades_on_open_after_a_backup_and_keeps_every_row(tmp_path
             assert (home / "jobs" / job.id / "checkpoint.pt").read_bytes() == f"checkpoint of {job.id}".encode()
             assert (home / "jobs" / job.id / "tensorboard").is_dir()
     store.close()
-    assert JobStore().schema_version == 2  # a second open finds it current (no second backup needed)
+    assert JobStore().schema_version == 3  # a second open finds it current (no second backup needed)
 
 
 def test_v2_columns_are_written_and_read_back() -> None:
@@ -80,13 +80,13 @@ def test_a_store_newer_than_the_code_is_refused_and_left_untouched(tmp_path: Pat
         db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (schema.SCHEMA_VERSION + 1, 0.0))
     store.close()
     before = store.path.read_bytes()
-    with pytest.raises(StoreError, match=r"schema v3, newer than this dlguide's v2"):
+    with pytest.raises(StoreError, match=r"schema v4, newer than this dlguide's v3"):
         JobStore()
     capsys.readouterr()
     for argv in (["jobs", "list"], ["jobs", "cancel", job.id], ["store", "upgrade"]):  # the CLI: one line, exit 2
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "newer than this dlguide's v2" in err, (argv, err)
+        assert err.count("\n") == 1 and "newer than this dlguide's v3" in err, (argv, err)
     assert store.path.read_bytes() == before and not list(store.path.parent.glob("*.bak-*"))
 
 
@@ -139,7 +139,7 @@ def test_an_old_postgresql_store_is_upgraded_only_by_the_command(postgres_server
     assert postgres_server.password not in shown[0]
     assert json.loads(_cli("store", "info", "--json").stdout)["schema_version"] == 1
     upgraded = _cli("store", "upgrade")
-    assert upgraded.returncode == 0 and "schema v2 (was v1)" in upgraded.stdout
+    assert upgraded.returncode == 0 and "schema v3 (was v1)" in upgraded.stdout
     assert [j.id for j in JobStore().list_jobs(refresh=False)] == ["old-1"]
     page.run()  # the open page, once the store is upgraded: the job, no error, no restart
     assert not page.exception and not page.error, [e.value for e in page.error]

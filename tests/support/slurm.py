@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,10 @@ from pathlib import Path
 from tests.support.ports import free_port
 
 NODE_CPUS = 8
+# The low partition's GraceTime. Labs use 10 s or more: Slurm then sends TERM to the job's steps at once and, at the
+# next periodic check after the grace (up to 30 s later), TERM to every process and requeues it. 0 (the tests'
+# default, to save CI time) requeues at once; the job's side is the same (DLGUIDE_TEST_SLURM_GRACE=10 to see).
+GRACE_S = int(os.environ.get("DLGUIDE_TEST_SLURM_GRACE", "0"))
 TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "sinfo", "munged", "munge")
 
 
@@ -80,19 +85,43 @@ def _stop_pid(pid: int, wait: float = 10) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
-def _conf_text(folder: Path, ctld_port: int, slurmd_port: int) -> str:
+FAKE_GPUS = 2
+
+
+def _gres_lines(folder: Path) -> list[str]:
+    """GPUs through gres with no GPU (SERVERS.md): character devices this test makes, declared in gres.conf
+    (AutoDetect=off; Flags=amd_gpu_env: Slurm binds them with ROCR_VISIBLE_DEVICES), so the binding is Slurm's."""
+    for index in range(FAKE_GPUS):
+        device = folder / f"fakegpu{index}"
+        if not device.exists():
+            os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(195, index))
+    (folder / "gres.conf").write_text(f"AutoDetect=off\nName=gpu File={folder}/fakegpu[0-{FAKE_GPUS - 1}] "
+                                      "Flags=amd_gpu_env\n")
+    return ["GresTypes=gpu"]
+
+
+def _conf_text(folder: Path, ctld_port: int, slurmd_port: int, gpus: bool = False) -> str:
     lines = [
         "ClusterName=dlguidetest", "SlurmctldHost=localhost(127.0.0.1)", "AuthType=auth/munge", "SlurmUser=root",
         f"SlurmctldPort={ctld_port}", f"SlurmdPort={slurmd_port}",
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core", "ReturnToService=2", "MpiDefault=none", "MinJobAge=600",
         "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
-        "SlurmdParameters=config_overrides", "KillWait=30", "SchedulerParameters=sched_interval=2",
+        "SlurmdParameters=config_overrides", "KillWait=90", "SchedulerParameters=sched_interval=2",
+        # KillWait: a loaded CI box may need long for the step a stopping job finishes before its checkpoint.
+        # Preemption as labs run it (SERVERS.md): a job on `high` takes a `low` job's CPUs; the low job gets TERM
+        # after GraceTime (kept short here), then Slurm requeues it. `debug` (the default) is never preempted.
+        "PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE", "JobRequeue=1",
+        "AuthInfo=cred_expire=5",  # a requeued job waits this long (default 120 s) before it runs again
         f"StateSaveLocation={folder / 'state'}", f"SlurmdSpoolDir={folder / 'spool'}",
         f"SlurmctldPidFile={folder / 'slurmctld.pid'}", f"SlurmdPidFile={folder / 'slurmd.pid'}",
         f"SlurmctldLogFile={folder / 'slurmctld.log'}", f"SlurmdLogFile={folder / 'slurmd.log'}",
-        f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={NODE_CPUS} RealMemory=8000 State=UNKNOWN",
-        "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP",
+        *(_gres_lines(folder) if gpus else []),
+        f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={NODE_CPUS} RealMemory=8000 State=UNKNOWN"
+        + (f" Gres=gpu:{FAKE_GPUS}" if gpus else ""),
+        "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP PriorityTier=2",
+        f"PartitionName=low Nodes=localhost MaxTime=INFINITE State=UP PriorityTier=1 GraceTime={GRACE_S}",
+        "PartitionName=high Nodes=localhost MaxTime=INFINITE State=UP PriorityTier=2",
     ]
     return "\n".join(lines) + "\n"
 
@@ -124,12 +153,13 @@ def _wait(predicate, timeout: float, what: str) -> None:
         time.sleep(0.3)
 
 
-def start_cluster(folder: Path) -> SlurmCluster:
-    """A running single-node cluster in `folder`; call .stop() when done (it stops only what it started)."""
+def start_cluster(folder: Path, gpus: bool = False) -> SlurmCluster:
+    """A running single-node cluster in `folder`; call .stop() when done (it stops only what it started).
+    `gpus`: the node has FAKE_GPUS gres GPUs (device files in `folder`)."""
     for sub in ("state", "spool"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     conf = folder / "slurm.conf"
-    conf.write_text(_conf_text(folder, free_port(), free_port()))
+    conf.write_text(_conf_text(folder, free_port(), free_port(), gpus))
     cluster = SlurmCluster(folder, conf)
     try:
         _ensure_munged(cluster)

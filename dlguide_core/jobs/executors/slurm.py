@@ -3,15 +3,18 @@
 Submit writes `sbatch.sh` into the job folder and runs sbatch with the submitter's environment (DLGUIDE_HOME,
 DLGUIDE_STORE_URL: never argv), minus this machine's GPU binding. The job's process (jobs.executors.job_entry)
 claims the job and records its own result; Slurm's state is read only for what the job cannot say (STATES).
-Cancel: `scancel` for a pending job, else the store's cancel flag and `scancel --signal=TERM --full` (the same
-checkpointed stop as a local job). Resume: a new batch job from the last checkpoint.
+Cancel: `scancel` for a pending job, else the store's cancel flag and `scancel --signal=TERM --batch`: TERM to the
+job's main process alone (its helpers never see it), the same checkpointed stop as a local job. Any other stop
+(a plain scancel, preemption, the time limit, a node failure) is judged in jobs.executors.slurm_stop. A job Slurm
+requeues comes back as the same dlguide job (`--requeue`, the default). Resume: a new batch job from the last
+checkpoint.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,8 @@ from dlguide_core.errors import DistributedError
 from dlguide_core.jobs.executors import slurm_commands as commands
 from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, save_options
 from dlguide_core.jobs.executors.slurm_fields import check_options
-from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, time_seconds, write_script
+from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, write_script
+from dlguide_core.jobs.executors.slurm_stop import MAX_REQUEUES
 from dlguide_core.jobs.store import Job, JobStore, job_dir
 from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError
 
@@ -47,28 +51,31 @@ TIME_FORMAT = "HH:MM:SS"
 
 @dataclass(frozen=True)
 class SlurmOptions:
-    """--partition, --account, --time; unset: DLGUIDE_SLURM_PARTITION / _ACCOUNT / _TIME, else Slurm's defaults."""
+    """--partition, --account, --time; unset: DLGUIDE_SLURM_PARTITION / _ACCOUNT / _TIME, else Slurm's defaults.
+    --requeue (default) / --no-requeue, --requeue-on-timeout, --max-requeues: what a stop by Slurm does
+    (jobs.executors.slurm_stop); --gpus-per-node: GPUs through Slurm's gres (else nproc_per_node on a GPU
+    partition)."""
 
     partition: str | None = None
     account: str | None = None
     time: str | None = None
+    requeue: bool = True
+    requeue_on_timeout: bool = False
+    max_requeues: int = MAX_REQUEUES
+    gpus_per_node: int | None = None
 
     def resolved(self) -> SlurmOptions:
         env = os.environ
-        return SlurmOptions(self.partition or env.get("DLGUIDE_SLURM_PARTITION") or None,
-                            self.account or env.get("DLGUIDE_SLURM_ACCOUNT") or None,
-                            self.time or env.get("DLGUIDE_SLURM_TIME") or None)
+        return replace(self, partition=self.partition or env.get("DLGUIDE_SLURM_PARTITION") or None,
+                       account=self.account or env.get("DLGUIDE_SLURM_ACCOUNT") or None,
+                       time=self.time or env.get("DLGUIDE_SLURM_TIME") or None)
 
 
-def check_time(value: str | None) -> None:
-    if value is None:
-        return
-    try:
-        if time_seconds(value) <= 0:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(f"--time must be a Slurm time limit such as 01:30:00 ({TIME_FORMAT}), "
-                          f"not {value!r}") from None
+def check_counts(options: SlurmOptions) -> None:
+    if options.max_requeues < 0:
+        raise ConfigError(f"--max-requeues must be 0 or more, not {options.max_requeues}")
+    if options.gpus_per_node is not None and options.gpus_per_node < 0:
+        raise ConfigError(f"--gpus-per-node must be 0 or more, not {options.gpus_per_node}")
 
 
 def describe_reason(reason: str) -> str:
@@ -96,6 +103,7 @@ class SlurmExecutor(Executor):
             raise DistributedError(f"--rdzv-endpoint is not used with Slurm: {self.refused_flags['rdzv_endpoint']}")
         options = (options or SlurmOptions()).resolved()
         check_options(options)  # partition, account, time: Slurm's syntax, no newline (slurm_fields)
+        check_counts(options)
         job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
         return self.hand_over(store, job, options)
 
@@ -114,11 +122,13 @@ class SlurmExecutor(Executor):
     def plan(self, job: Job, options: SlurmOptions) -> BatchPlan:
         cfg = job.config
         device = str(cfg.get("device", "auto"))
-        gpus = device == "cuda" or (device == "auto" and self._partition_has_gpus(options.partition))
+        gpus = bool(options.gpus_per_node) or (options.gpus_per_node is None and (device == "cuda" or (
+            device == "auto" and self._partition_has_gpus(options.partition))))
         return BatchPlan(job.id, job_dir(job.id), nnodes=int(cfg.get("nnodes", 1) or 1),
                          nproc_per_node=int(cfg.get("nproc_per_node", 1) or 1), gpus=gpus,
                          partition=options.partition, account=options.account, time=options.time,
-                         max_restarts=int(cfg.get("max_restarts", 0) or 0))
+                         max_restarts=int(cfg.get("max_restarts", 0) or 0), requeue=options.requeue,
+                         gpus_per_node=options.gpus_per_node or None)
 
     @staticmethod
     def _partition_has_gpus(name: str | None) -> bool:
@@ -178,8 +188,8 @@ class SlurmExecutor(Executor):
                 commands.scancel(external)
             return job
         job = store.request_cancel(job.id)  # the flag first: the TERM then ends it as cancelled
-        if external:
-            commands.scancel(external, signal="TERM")
+        if external:  # the batch step only: the job's main process decides, its helpers never see the TERM
+            commands.scancel(external, signal="TERM", batch_only=True)
         return job
 
     def log_file(self, job: Job) -> Path:

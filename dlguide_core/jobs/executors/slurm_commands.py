@@ -110,9 +110,25 @@ def _sacct_state(job_id: str) -> SlurmJobState | None:
     return SlurmJobState(parts[0].split()[0], parts[1], parts[2], parts[3])
 
 
-def scancel(job_id: str, *, signal: str | None = None) -> None:
-    argv = ["scancel", *([f"--signal={signal}", "--full"] if signal else []), job_id]
+def scancel(job_id: str, *, signal: str | None = None, batch_only: bool = False) -> None:
+    """`scancel ID`; with `signal`, that signal instead of the end: to the batch step alone (`batch_only`, the
+    job's main process: `--batch`), else to every process of the job (`--full`)."""
+    argv = ["scancel", *([f"--signal={signal}", "--batch" if batch_only else "--full"] if signal else []), job_id]
     run(argv)
+
+
+def requeue(job_id: str) -> None:
+    """`scontrol requeue ID`: Slurm ends the running job and runs it again (SLURM_RESTART_COUNT + 1)."""
+    run(["scontrol", "requeue", job_id])
+
+
+def job_fields(job_id: str) -> dict[str, str]:
+    """`scontrol show job -o ID` as KEY=VALUE pairs ({} when Slurm does not know it)."""
+    try:
+        out = run(["scontrol", "show", "job", "-o", job_id])
+    except SlurmError:
+        return {}
+    return dict(part.split("=", 1) for part in out.split() if "=" in part)
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlguide_core.jobs.executors.slurm_stop import SIGNAL_BEFORE_S, signal_lead, time_seconds  # noqa: F401
 from dlguide_core.jobs.launch import MONITOR_INTERVAL_S
 
 REPO = Path(__file__).resolve().parents[3]  # `python -m dlguide_core` imports from the checkout
 SCRIPT_NAME = "sbatch.sh"
-SIGNAL_BEFORE_S = 60
 ENTRY = "dlguide_core.jobs.executors.job_entry"
 
 
@@ -37,30 +37,12 @@ class BatchPlan:
     account: str | None = None
     time: str | None = None
     max_restarts: int = 0
+    requeue: bool = True  # Slurm may run the same job again (preemption, node failure): it resumes
+    gpus_per_node: int | None = None  # --gpus-per-node: gres GPUs per node (None: nproc_per_node when gpus)
 
     @property
     def uses_torchrun(self) -> bool:
         return self.nnodes > 1 or self.nproc_per_node > 1 or self.max_restarts > 0
-
-
-def time_seconds(value: str) -> int:
-    """Seconds of a Slurm time limit: [D-]HH:MM:SS, MM:SS or MM."""
-    days, _, clock = value.rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    if len(parts) == 1:
-        seconds = parts[0] * 60
-    elif len(parts) == 2:
-        seconds = parts[0] * 60 + parts[1]
-    else:
-        seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
-    return seconds + int(days or 0) * 86400
-
-
-def signal_lead(time_limit: str | None) -> int:
-    """Seconds before the limit at which Slurm sends TERM: 60, or half of a limit under two minutes."""
-    if not time_limit:
-        return SIGNAL_BEFORE_S
-    return max(10, min(SIGNAL_BEFORE_S, time_seconds(time_limit) // 2))
 
 
 def output_file(job_dir: Path) -> Path:
@@ -72,20 +54,23 @@ def sbatch_lines(plan: BatchPlan) -> list[str]:
     lines = [f"--job-name=dlguide-{plan.job_id}", f"--nodes={plan.nnodes}", "--ntasks-per-node="
              + str(1 if plan.gpus else plan.nproc_per_node)]
     if plan.gpus:
-        lines.append(f"--gpus-per-node={plan.nproc_per_node}")
+        lines.append(f"--gpus-per-node={plan.gpus_per_node or plan.nproc_per_node}")
     lines += [f"--partition={plan.partition}"] if plan.partition else []
     lines += [f"--account={plan.account}"] if plan.account else []
     lines += [f"--time={plan.time}"] if plan.time else []
-    # The job runs in its own folder (a file Slurm or a library writes lands there, never in the checkout).
-    lines += [f"--output={output_file(plan.job_dir)}", f"--chdir={plan.job_dir}",
-              f"--signal=B:TERM@{signal_lead(plan.time)}", "--export=ALL"]
+    # The job runs in its own folder (a file Slurm or a library writes lands there, never in the checkout);
+    # append: a requeued run writes below the stopped one (Slurm truncates the file by default)
+    lines += [f"--output={output_file(plan.job_dir)}", "--open-mode=append", f"--chdir={plan.job_dir}",
+              f"--signal=B:TERM@{signal_lead(plan.time)}", "--export=ALL",
+              "--requeue" if plan.requeue else "--no-requeue"]
     return [f"#SBATCH {shlex.quote(line)}" for line in lines]
 
 
 def torchrun_line(plan: BatchPlan) -> str:
     """srun: one torchrun agent per node (all of the node's tasks or GPUs), c10d on the first host."""
     step = ["srun", f"--nodes={plan.nnodes}", f"--ntasks={plan.nnodes}", "--ntasks-per-node=1"]
-    step += [f"--gpus-per-node={plan.nproc_per_node}"] if plan.gpus else [f"--cpus-per-task={plan.nproc_per_node}"]
+    gpus = plan.gpus_per_node or plan.nproc_per_node
+    step += [f"--gpus-per-node={gpus}"] if plan.gpus else [f"--cpus-per-task={plan.nproc_per_node}"]
     agent = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(plan.nnodes),
              "--nproc-per-node", str(plan.nproc_per_node), "--rdzv-backend", "c10d", "--rdzv-id",
              f"dlguide-{plan.job_id}", "--max-restarts", str(plan.max_restarts),

@@ -46,7 +46,7 @@ def submitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
 
 def sbatch_options(script: str) -> dict[str, str]:
     lines = [ln.removeprefix("#SBATCH --") for ln in script.splitlines() if ln.startswith("#SBATCH --")]
-    return dict(ln.split("=", 1) for ln in lines)
+    return {key: value for key, _, value in (ln.partition("=") for ln in lines)}  # --requeue: no value
 
 
 def test_flags_and_their_environment_defaults_reach_the_batch_script(submitted, monkeypatch) -> None:
@@ -87,3 +87,17 @@ def test_the_job_runs_from_its_folder_with_the_checkout_on_pythonpath(submitted)
     job = JobStore().list_jobs()[0]
     assert sbatch_options(script)["chdir"] == str(job.job_dir)
     assert f"\nexport PYTHONPATH={ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" in script
+
+
+def test_requeue_is_asked_by_default_and_the_new_slurm_flags_reach_the_script(submitted) -> None:
+    """Issue 32: --requeue unless --no-requeue; --gpus-per-node through gres; --max-requeues and
+    --requeue-on-timeout kept for the job's own process (executor.json)."""
+    import json
+
+    plain = sbatch_options(submitted())
+    assert "requeue" in plain and "no-requeue" not in plain and plain["open-mode"] == "append"
+    assert "no-requeue" in sbatch_options(submitted("--no-requeue"))
+    gpus = submitted("--gpus-per-node", "2", "--max-requeues", "3", "--requeue-on-timeout")
+    assert sbatch_options(gpus)["gpus-per-node"] == "2"
+    kept = json.loads((Path(JobStore().list_jobs()[0].job_dir) / "executor.json").read_text())
+    assert (kept["max_requeues"], kept["requeue_on_timeout"], kept["gpus_per_node"]) == (3, True, 2)

@@ -1,0 +1,140 @@
+"""Who stopped a Slurm job (jobs.executors.slurm_stop), the store's side of a requeue (the same job taken back,
+restarts counted, on SQLite and PostgreSQL), a v2 store upgraded to v3, and the flags that reach the batch script
+(--requeue by default, --no-requeue, --gpus-per-node, --max-requeues). No Slurm needed: test_slurm_stops.py and
+test_slurm_gres.py run the real thing."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from dlguide_core.jobs import schema
+from dlguide_core.jobs.executors.slurm_script import BatchPlan, script_text
+from dlguide_core.jobs.executors.slurm_stop import judge, stepd_cause
+from dlguide_core.jobs.store import JobError, JobStore
+from tests.support.paths import ROOT
+
+RUNNING = {"JobState": "RUNNING", "Restarts": "0", "Requeue": "1", "EndTime": "Unknown", "PreemptTime": "None"}
+KILLING = {**RUNNING, "JobState": "COMPLETING"}
+STEPD = "slurmstepd-n1: error: *** JOB 7 ON n1 CANCELLED AT 2026-11-27T19:56:48{} ***\n"
+
+
+def _judge(fields: dict, cause: str | None = None, **kw):
+    args = {"cancel_flag": False, "step": 12, "restart": 0, "requeue": True, "requeue_on_timeout": False,
+            "time_limit": None, "cause": cause, "now": 1_000_000.0, **kw}
+    return judge(fields, **args)
+
+
+def test_the_users_stops_are_cancels_and_the_schedulers_are_requeues_or_interruptions() -> None:
+    assert _judge(RUNNING, cancel_flag=True).status == "cancelled"  # dlguide's cancel: the flag, whatever else
+    assert _judge(KILLING, "").status == "cancelled"  # a plain scancel: a stepd line without a cause
+    assert _judge(RUNNING).status == "cancelled"  # a user's `scancel --signal=TERM`
+    preempted = _judge({**KILLING, "Restarts": "1"}, "PREEMPTION")  # as Slurm 22.05 shows a preemption's TERM
+    assert (preempted.status, preempted.reason, preempted.requeue_self) == ("queued", "preempted at step 12", False)
+    assert _judge({**RUNNING, "PreemptTime": "2026-11-27T19:48:58"}).requeue_self  # grace: TERM to steps only
+    assert _judge({**KILLING, "Restarts": "2"}, restart=1).reason == "requeued by Slurm at step 12"
+    assert _judge({**KILLING, "Restarts": "1"}, restart=1).status == "cancelled"  # this run's own restart count
+    no_requeue = _judge({**KILLING, "Restarts": "1"}, "PREEMPTION", requeue=False)
+    assert no_requeue.status == "interrupted" and "--no-requeue" in no_requeue.reason
+    assert _judge({**KILLING, "JobState": "NODE_FAIL"}).status == "queued"
+    assert _judge({}).status == "interrupted"  # Slurm does not answer: resumable, never failed
+
+
+def test_the_time_limit_interrupts_or_requeues_when_asked() -> None:
+    near = {**RUNNING, "EndTime": datetime.fromtimestamp(1_000_030).isoformat(timespec="seconds")}  # 30 s on
+    stop = _judge(near, "", time_limit="00:01:00")  # the warning: slurmstepd logs a cause-less line for it too
+    assert stop.status == "interrupted" and "SIGTERM before the time limit" in stop.reason
+    requeued = _judge(near, time_limit="00:01:00", requeue_on_timeout=True)
+    assert (requeued.status, requeued.requeue_self) == ("queued", True)
+    far = {**RUNNING, "EndTime": datetime.fromtimestamp(1_003_600).isoformat(timespec="seconds")}
+    assert _judge(far, "", time_limit="02:00:00").status == "cancelled"  # a user's `scancel --signal=TERM`
+    ended = {**KILLING, "EndTime": datetime.fromtimestamp(1_000_000).isoformat(timespec="seconds")}
+    assert _judge(ended, "", time_limit="00:01:00").status == "cancelled"  # a plain scancel: EndTime is now
+
+
+def test_stepd_lines_name_the_cause_of_this_jobs_last_stop() -> None:
+    assert stepd_cause(STEPD.format(" DUE TO PREEMPTION"), "7") == "PREEMPTION"
+    assert stepd_cause(STEPD.format(""), "7") == ""
+    assert stepd_cause(STEPD.format(" DUE TO JOB REQUEUE") + STEPD.format(""), "7") == ""  # the last one
+    assert stepd_cause(STEPD.format(" DUE TO TIME LIMIT"), "8") is None and stepd_cause("", "7") is None
+
+
+@pytest.mark.usefixtures("store_url")
+def test_a_requeued_job_is_taken_back_as_the_same_job_with_its_restarts_counted() -> None:
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="slurm")
+    store.set_external(job.id, "slurm", "77")
+    store.claim(job.id, os.getpid())
+    store.set_checkpoint(job.id, Path("/nowhere/checkpoint.pt"), 30, 0)
+    assert store.requeued(job.id, "preempted at step 30")
+    queued = store.get(job.id, refresh=False)
+    assert (queued.status, queued.external_id, queued.restart_text) == ("queued", "77",
+                                                                        "preempted at step 30, requeued")
+    with pytest.raises(JobError, match="scheduler job 77"):
+        store.take_back(job.id, os.getpid(), "78")  # another Slurm job's run never takes it
+    back = store.take_back(job.id, os.getpid(), "77")
+    assert (back.status, back.restarts, back.restart_text) == ("running", 1, "preempted at step 30, resumed")
+    assert back.to_json()["restarts"] == 1
+    # a node lost without a word: the job still "running" is taken back by Slurm's next run of it
+    lost = store.take_back(job.id, os.getpid(), "77")
+    assert lost.restarts == 2 and lost.restart_note == "stopped without a word (a lost node?) past checkpoint step 30"
+    store.request_cancel(job.id)
+    assert not store.requeued(job.id, "preempted")  # a cancel wins over a requeue
+    with pytest.raises(JobError):
+        store.take_back(job.id, os.getpid(), "77")
+
+
+def test_a_v2_store_upgrades_to_v3_with_no_restarts(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("DLGUIDE_HOME", str(tmp_path))
+    with sqlite3.connect(tmp_path / "jobs.db") as db:  # the store the previous release (v2) wrote
+        for statement in (*schema.V1, *schema.V2, schema.VERSION_TABLE):
+            db.execute(statement)
+        db.execute("INSERT INTO schema_version (version, applied) VALUES (2, 0)")
+        db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, executor, external_id) "
+                   "VALUES ('old', 'cifar_net', 'pytorch', '{}', 'interrupted', 1.0, 'slurm', '5')")
+    store = JobStore()
+    old = store.get("old", refresh=False)
+    assert store.schema_version == 3 and (old.restarts, old.restart_note, old.restart_text) == (0, None, None)
+    assert (tmp_path / "jobs.db.bak-v2").is_file()
+
+
+def test_batch_script_asks_for_requeue_by_default_and_gres_gpus(tmp_path: Path) -> None:
+    text = script_text(BatchPlan("j1", tmp_path))
+    assert "#SBATCH --requeue" in text and "#SBATCH --open-mode=append" in text  # a requeued run appends its log
+    assert "#SBATCH --no-requeue" in script_text(BatchPlan("j1", tmp_path, requeue=False))
+    gres = script_text(BatchPlan("j1", tmp_path, nproc_per_node=2, gpus=True, gpus_per_node=2))
+    assert "#SBATCH --gpus-per-node=2" in gres and "VISIBLE_DEVICES" not in gres  # Slurm's binding, untouched
+
+
+WORKERS_GET_TERM = """
+import os, signal, sys, time
+from torch.utils.data import DataLoader
+from dlguide_core.training.factories import worker_options
+options = worker_options(2) if sys.argv[1] == "ignore" else {"num_workers": 2, "persistent_workers": True}
+it = iter(DataLoader(list(range(64)), batch_size=2, **options))
+for _ in range(4):  # a batch from each worker (round robin): both have run their worker_init_fn
+    next(it)
+for worker in it._workers:  # what scancel and preemption do: TERM from outside, to every process
+    os.kill(worker.pid, signal.SIGTERM)
+time.sleep(1)
+print(sum(len(batch) for batch in it))
+"""
+
+
+@pytest.mark.parametrize("init", ["ignore", "none"])
+def test_dataloader_workers_survive_a_schedulers_term(init: str) -> None:
+    """With worker_options (create_loaders' workers) the loader goes on, and the process still exits with its
+    loader alive; without them, the error people saw under Slurm."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", WORKERS_GET_TERM, init], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    if init == "ignore":
+        assert done.returncode == 0 and done.stdout.strip() == "56", done.stderr[-2000:]
+    else:
+        assert done.returncode != 0 and "RuntimeError: DataLoader worker (pid" in done.stderr  # killed, or exited

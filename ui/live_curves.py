@@ -85,9 +85,11 @@ def _charts(store: JobStore, chosen: list[Job], colors: dict[str, str]) -> None:
         if job.status in ACTIVE:
             st.info(f"{literal(label[job.id])}: waiting for the first step ({job.status}).",
                     icon=":material/hourglass_top:")
-        else:  # it ended before its first step: why, in one line (in full in its summary)
-            reason = (job.error or "no reason recorded (see its log)").strip().splitlines()[0]
+        elif job.error or job.status == "failed":  # it broke before its first step: why, in one line (in full
+            reason = (job.error or "no reason recorded (see its log)").strip().splitlines()[0]  # in its summary)
             st.error(f"{literal(label[job.id])} {job.status} before its first step: {reason}", icon=":material/error:")
+        else:  # ended with no step stored (cancelled at once, or an older store's run): nothing is wrong
+            st.info(f"{literal(label[job.id])} {job.status} with no step stored.", icon=":material/info:")
     runs = {label[i]: cols for i, cols in steps.items() if cols["step"]}
     epochs = {label[j.id]: store.epochs(j.id) for j in chosen}
     colors = {label[i]: c for i, c in colors.items() if i in label}

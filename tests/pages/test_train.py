@@ -15,6 +15,7 @@ from dlguide_core.training.recipes import get_recipe
 from tests.support.apptest import open_app
 from tests.support.toy_data import write_toy_dataset
 from tests.support.waiting import wait_until_done
+from ui.literal_text import literal
 
 
 def _running_job_with_metrics(steps: int = 50) -> str:
@@ -359,7 +360,8 @@ def test_a_diverged_run_is_flagged_with_a_hint_and_a_healthy_one_is_not() -> Non
     at.multiselect(key="train_view_jobs").set_value([healthy, diverged]).run()
     assert not at.exception, at.exception
     flagged = [w.value for w in at.warning if "diverg" in w.value]
-    assert flagged[0].startswith(f"{display_label(JobStore().get(diverged))}: the loss became NaN at step 40 of 3000")
+    assert flagged[0].startswith(f"{literal(display_label(JobStore().get(diverged)))}: the loss became NaN at step 40 "
+                                 "of 3000")  # the run's name escaped: shown as typed, never as Markdown
     assert any("the loss rose from" in w for w in flagged) and store.get(diverged).status == "running"
 
 

@@ -13,6 +13,7 @@ from dlguide_core.training.recipes import get_recipe
 from tests.support.apptest import open_app
 from tests.support.tiny_imagenet import WNIDS, write_tiny_imagenet
 from tests.support.toy_data import write_toy_dataset
+from ui.literal_text import literal
 
 
 def _job(store: JobStore, status: str, steps: int = 3, epochs: int = 1, data: str = "/nonexistent",
@@ -109,7 +110,8 @@ def test_a_run_that_has_not_reported_says_waiting_not_empty_axes() -> None:
     job_id = _job(store, "running", steps=0, epochs=0)
     at = open_app("pages/train.py")
     assert not at.exception, at.exception
-    assert any(i.value.startswith(f"{display_label(store.get(job_id))}: waiting for the first step") for i in at.info)
+    assert any(i.value.startswith(f"{literal(display_label(store.get(job_id)))}: waiting for the first step")
+               for i in at.info)  # the name escaped: it is shown as typed, never as Markdown
     assert not at.get("plotly_chart")
     store.finish(job_id, "failed", "no dataset at /nonexistent\nTraceback ...")  # issue 31: why, not an hourglass
     at.run()

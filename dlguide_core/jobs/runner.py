@@ -13,6 +13,7 @@ import sys
 import traceback
 from dataclasses import replace
 
+from dlguide_core import threads
 from dlguide_core.errors import DlguideError
 from dlguide_core.gpu_slots import process_slot
 from dlguide_core.jobs import tensorboard_export
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m dlguide_core.jobs.runner JOB_ID", file=sys.stderr)
         return 2
+    threads.declare("job")  # its environment came from the launcher (queue.job_env); torch's counts are set here
     store = open_store()
     store.set_pid(args[0], os.getpid())
     print(f"job {args[0]} running in process {os.getpid()}", flush=True)

@@ -119,8 +119,8 @@ def test_on_a_phone_the_answer_is_above_the_fold_and_nothing_scrolls_sideways(bo
         answer = page.get_by_text("I think it's a")
         answer.wait_for()
         page.get_by_text("Where did the model look?").click()
-        page.get_by_text("Grad-CAM for", exact=False).wait_for()
-        page.locator('[data-testid="stImage"] img').last.wait_for()
+        # A Grad-CAM is a backward pass: minutes on a loaded 2-core CI box; the idle countdown starts after it
+        page.get_by_text("Grad-CAM for", exact=False).wait_for(timeout=300_000)
         page.wait_for_timeout(500)  # the image's layout settles
         # Streamlit scrolls an inner container, not the window: back to the top of both, as a visitor first sees it
         page.evaluate("() => { for (const e of document.querySelectorAll('*')) if (e.scrollTop) e.scrollTop = 0; }")

@@ -83,7 +83,7 @@ def environment(kind: ProcessKind, environ: Mapping[str, str]) -> dict[str, str]
     if policy_off(environ):
         return {}
     policy = POLICIES[kind]
-    ours = {WAIT_ENV: policy.wait_policy}
+    ours: dict[str, str] = {WAIT_ENV: policy.wait_policy}
     if policy.intra_op_threads:  # 0: left to torch (physical cores) and to launchers: torchrun gives each worker 1
         ours[THREADS_ENV] = str(policy.intra_op_threads)
     decided = set(filter(None, environ.get(DECIDED_ENV, "").split(",")))

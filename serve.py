@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="open the port at once: the first visit loads the model (and prepares the booth)")
     ours, streamlit_options = parser.parse_known_args(argv)
     sys.path.insert(0, str(ROOT))  # dlguide_core and ui, as `streamlit run` puts app.py's folder first
+    from dlguide_core import threads
+
+    threads.declare("server")  # before torch loads OpenMP: a server beside training jobs never spins
     from dlguide_core.network import ServingRefused, allowed_hosts
 
     try:

@@ -33,9 +33,9 @@ from bench_cpu_floor import forward_flops, matmul_gflops  # noqa: E402
 from dlguide_core.errors import DlguideError  # noqa: E402
 from dlguide_core.inference import names  # noqa: E402
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
-from dlguide_core.inference.backend_onnxruntime import physical_cores  # noqa: E402
 from dlguide_core.inference.benchmark import agreement, time_runs  # noqa: E402
 from dlguide_core.inference.registry import prepare_backend  # noqa: E402
+from dlguide_core.threads import physical_cores  # noqa: E402
 from dlguide_core.vision.models import load_model  # noqa: E402
 from dlguide_core.vision.samples import bundled_samples  # noqa: E402
 

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backends import HOLDOUT, GuideEager, standin_weights  # noqa: E402
 
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
-from dlguide_core.inference.backend_onnxruntime import physical_cores  # noqa: E402
 from dlguide_core.inference.benchmark import time_runs  # noqa: E402
 from dlguide_core.inference.registry import prepare_backend  # noqa: E402
+from dlguide_core.threads import physical_cores  # noqa: E402
 from dlguide_core.vision.models import load_model  # noqa: E402
 
 Run = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, 299, 299) -> (B, 1000)

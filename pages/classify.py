@@ -1,5 +1,7 @@
 """Classify: upload images, use the camera or a sample; Inception v3 top-5 for each."""
 
+from functools import partial
+
 import streamlit as st
 
 from dlguide_core.downloads import DownloadFailed
@@ -15,6 +17,7 @@ from ui.backends import backend_selectbox, precision_options
 from ui.booth import hide_in_booth
 from ui.cache import get_backend
 from ui.evaluation import evaluation_form
+from ui.kept_results import ClassifyInput, classified_once, images_digest
 from ui.results import produced_by, show_result
 from ui.slots import timer_slot
 from ui.tensorflow import tf_classify_tab
@@ -93,10 +96,15 @@ with image_tab:
         st.info("Upload one or more images, take a picture, or pick a sample.")
         st.stop()
 
+    # Kept per input: a download click (a rerun) gives the file of the result on screen, without a new forward.
+    kept_for = ClassifyInput(images_digest(sources), weights, loaded.fingerprint, backend_name, precision, top_k)
     with st.spinner(f"Classifying {len(sources)} image(s)…"):
-        results, run = classify_timed(run_with, sources, weights=weights, backend=backend_name,
-                                      precision=precision, k=top_k)
-    measured.record(measured.Measurement(backend_name, precision, run.latency_ms, f"Classify, {len(sources)} image(s)"))
+        kept = classified_once(kept_for, partial(classify_timed, run_with, sources, weights=weights,
+                                                 backend=backend_name, precision=precision, k=top_k))
+    results, run = list(kept.results), kept.run
+    if kept.fresh:
+        measured.record(measured.Measurement(backend_name, precision, run.latency_ms,
+                                             f"Classify, {len(sources)} image(s)"))
     csv_col, json_col = st.columns(2)
     csv_col.download_button(f"Download results (CSV, {len(results)} image(s))", results_csv(results, run),
                             file_name="classify_results.csv", mime="text/csv", key="classify_download_csv")

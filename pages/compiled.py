@@ -1,13 +1,12 @@
 """Compiled inference: export to ONNX, run through ONNX Runtime or MIGraphX, compare with PyTorch."""
 
-from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference.backend_base import GRAPH_OPTIMIZATIONS, TARGETS, BackendOptions, backend_model
-from dlguide_core.inference.benchmark import BenchConfig, run_benchmark
+from dlguide_core.inference.benchmark import BenchConfig
 from dlguide_core.inference.choice import backend_choices, fastest_available, precision_choices, precision_refusals
 from dlguide_core.inference.registry import backend_status
 from dlguide_core.vision.images import UPLOAD_TYPES
@@ -19,15 +18,22 @@ from ui.compiled import (
     BenchRun,
     Classified,
     Prepared,
+    bench_label,
+    bench_running,
+    bench_status,
+    collect_bench,
     compiled_state,
     onnx_download,
     prepared_message,
-    record_bench,
+    quick_backends,
     remember,
     remember_prepared,
     show_bench,
+    slow_backends_help,
+    start_bench,
 )
 from ui.results import produced_by, show_result
+from ui.slots import timer_slot
 from ui.status_marks import coloured, mark
 from ui.weights import require_model, weights_selectbox
 
@@ -36,6 +42,8 @@ hide_in_booth()
 st.title("Compiled inference")
 st.caption("The guide's MIGraphX chapter, in the app: export the model to ONNX (dynamic batch, labels inside), "
            "run it with ONNX Runtime or compile it with MIGraphX, and compare latency and agreement with PyTorch.")
+# A running benchmark's progress and Stop button (redrawn by a timer) live here, above anything that may stop the page.
+bench_slot = timer_slot("compiled_bench_status")
 # Not widget state: Streamlit drops that when another page runs, and results must survive a visit elsewhere.
 weights = weights_selectbox("compiled_weights", "Model", default=compiled_state().weights)
 remember(weights=weights)
@@ -121,19 +129,24 @@ else:
 
 st.subheader("Benchmark against PyTorch eager")
 c1, c2, c3 = st.columns(3)
-bench_names = c1.multiselect("Backends", names, default=names, key="compiled_bench_backends",
-                             format_func=lambda n: titles.get(n, n))
+bench_names = c1.multiselect("Backends", names, default=quick_backends(names), key="compiled_bench_backends",
+                             format_func=lambda n: bench_label(n, titles), help=slow_backends_help(names, titles))
 sizes = c2.multiselect("Batch sizes", [1, 8, 32], default=[1, 8], key="compiled_bench_sizes")
 iters = c3.slider("Timed runs", 1, 50, 5, key="compiled_bench_iters")
 bench_run = BenchRun(loaded.fingerprint, tuple(sorted(bench_names)), tuple(sorted(sizes)), iters, options)
-if st.button("Run benchmark", key="compiled_bench_run", disabled=not (bench_names and sizes)):
-    bar = st.progress(0.0, text="Benchmarking…")
+# It runs on its own thread: rows appear as each backend finishes, and Stop (at the top) ends it.
+if st.button("Run benchmark", key="compiled_bench_run", disabled=not (bench_names and sizes) or bench_running()):
     config = BenchConfig(backends=tuple(bench_names), batch_sizes=tuple(sorted(sizes)), iters=iters, warmup=2,
                          options=options)
-    rows = tuple(run_benchmark(loaded, config, progress=lambda msg, frac: bar.progress(frac, text=msg)))
-    remember(bench=replace(bench_run, rows=rows))
-    record_bench(rows, options.precision)
-    bar.empty()
+    start_bench(loaded, config, bench_run)
+progress = collect_bench()
+bench_status(bench_slot)
+if progress is not None and progress.running:
+    st.caption(f"Running: {progress.message} The rows so far are below; Stop is at the top of the page.")
+if progress is not None and progress.error:
+    st.error(f"The benchmark failed: {progress.error}", icon=":material/block:")
+if progress is not None and progress.stopped and not progress.running:
+    st.info(f"Stopped: {len(progress.rows)} row(s) were measured before it stopped.", icon=":material/stop_circle:")
 
 last = compiled_state().bench
 if last is not None and last != bench_run:

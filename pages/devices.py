@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import booth, device_probes, devices
-from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, label
+from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, ZENTORCH, label
+from dlguide_core.inference.registry import backend_class
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.booth import hide_in_booth
@@ -70,7 +71,13 @@ def probed_sections() -> tuple[bool, frozenset[str]]:
     else:
         rows = [{"runtime": label(MIGRAPHX), "available": mark(report.migraphx), "detail": report.migraphx_detail},
                 ort_row]
-    st.dataframe(coloured(pd.DataFrame(rows), "available"), hide_index=True, key="devices_runtimes")
+    zentorch = backend_class(ZENTORCH).availability()  # AMD's torch.compile plugin: a runtime too (issue 31)
+    rows.append({"runtime": zentorch.title, "available": mark(zentorch.available), "detail": zentorch.reason})
+    st.dataframe(coloured(pd.DataFrame(rows), "available"), hide_index=True, key="devices_runtimes",
+                 column_config={"detail": st.column_config.TextColumn("detail", width="large")})
+    for row in rows:  # a table cell cuts a long reason off: each one whole, wrapped, under the table
+        if len(row["detail"] or "") > 60:
+            st.caption(f"**{row['runtime']}**: {row['detail']}")
     if report.migraphx_targets:
         st.caption("MIGraphX targets: " + " · ".join(
             f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else

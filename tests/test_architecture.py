@@ -694,3 +694,27 @@ def test_charts_draw_with_svg_not_webgl():
             if isinstance(node, ast.Constant) and node.value == "webgl":  # plotly.express render_mode="webgl"
                 offenders.append(f"{path.name}:{node.lineno} 'webgl'")
     assert not offenders, f"WebGL charts (a context per redraw; use go.Scatter): {offenders}"
+def test_threads_and_waiting_are_decided_only_in_dlguide_core_threads():
+    # issue 31: one place per kind of process decides torch's threads, OpenMP's wait policy and ONNX Runtime's
+    # spinning (bench/ scripts time variants on purpose and are left out).
+    decides = re.compile(r"set_num_threads|set_num_interop_threads|OMP_WAIT_POLICY|allow_spinning")
+    sources = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py"]
+    offenders = [p.relative_to(ROOT) for p in sources
+                 if p != CORE / "threads.py" and decides.search(p.read_text())]
+    assert not offenders, f"threads and waiting belong to dlguide_core/threads.py: {offenders}"
+
+
+def test_each_kind_of_process_declares_its_threads_once_at_its_entry():
+    declared = {}
+    for path in [*CORE.rglob("*.py"), ROOT / "serve.py", ROOT / "app.py", *UI, *PAGES]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "declare"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "threads"):
+                declared.setdefault(str(path.relative_to(ROOT)), []).append(ast.unparse(node.args[0]))
+    assert declared == {"serve.py": ["'server'"], "dlguide_core/cli/main.py": ["process_kind(args)"],
+                        "dlguide_core/jobs/runner.py": ["'job'"], "dlguide_core/jobs/worker.py": ["'job'"],
+                        "dlguide_core/jobs/executors/job_entry.py": ["'job'"]}
+    main = next(n for n in ast.parse((ROOT / "serve.py").read_text()).body
+                if isinstance(n, ast.FunctionDef) and n.name == "main")
+    source = ast.unparse(main)  # the server declares before anything that may load torch
+    assert source.index("threads.declare") < min(source.index(s) for s in ("warm_", "guard_hosts", "cli.main"))

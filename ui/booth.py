@@ -35,7 +35,9 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * {white-space: normal !important;
   overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere;}
 [data-testid="stMetricValue"] > div {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
+[data-testid="stImage"] img {max-width: 100%; height: auto;}
 @media (max-width: 640px) {
+  [data-testid="stHorizontalBlock"]:has(.st-key-kiosk_answer) {flex-direction: column-reverse;}
   .booth-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
   .booth-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
   .booth-track {height: 1.5rem;}
@@ -135,9 +137,11 @@ def attract_view(items: list, slot: TimerSlot) -> None:
     def view() -> None:
         if not items or not slot.holds("attract"):  # a late tick once a photo is shown
             return
+        from dlguide_core.vision.samples import sample_title
+
         item = items[booth.attract_index(time.time(), len(items))]
         left, right = st.columns([1, 2])
-        left.image(item.image, caption=f"Example: {item.name}", width="stretch")
+        left.image(item.image, caption=f"Example: {sample_title(item.name)}", width="stretch")
         with right:
             st.markdown("### Show the camera something, or upload a photo!")
             st.markdown(bars_html(item.top), unsafe_allow_html=True)
@@ -236,12 +240,13 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
 
     result = visitor.result
     top = result.top[0]
-    st.markdown(f"## I think it's a **{html.escape(top.label)}** ({top.prob:.0%})")
+    # Keyed: on a phone the answer's column comes first (CSS), above the camera, so it starts above the fold.
+    st.container(key="kiosk_answer").markdown(f"## I think it's a **{html.escape(top.label)}** ({top.prob:.0%})")
     st.markdown(bars_html(result.top), unsafe_allow_html=True)
     a, b, c = st.columns(3)
     a.metric("This prediction took", f"{result.latency_ms:.0f} ms")
     b.metric("Ran on", result.device)
-    c.metric("Backend", result.backend)
+    c.metric("Backend", readable_backend(result.backend))
     if st.toggle(":material/local_fire_department: Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
         if visitor.cam is None:
             with runner.lock:  # one model computation at a time, as for predictions
@@ -249,7 +254,20 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
             visitor = st.session_state["kiosk_visitor"] = replace(visitor, cam=cam)
         else:
             cam = visitor.cam
-        st.image(cam.overlay, caption=f"Grad-CAM for “{top.label}”: red is where it looked", width=480)
+        st.image(cam.overlay, caption=heatmap_caption(top.label, loaded.trained), width="stretch")
+
+
+def heatmap_caption(label: str, trained: bool) -> str:
+    """What the Grad-CAM shows: where a trained model looked; an untrained model's map means nothing yet."""
+    if not trained:
+        return (f"Grad-CAM for “{label}”. This model is untrained, so its heat map means nothing yet: a trained "
+                f"model's red would show where it looked.")
+    return f"Grad-CAM for “{label}”: red is where it looked"
+
+
+def readable_backend(backend: str) -> str:
+    """"ONNX Runtime · CPU" for "ONNX Runtime · CPUExecutionProvider": a word a visitor's screen can wrap."""
+    return backend.replace("ExecutionProvider", "")
 
 
 def how_it_works(loaded, visitor: Visitor) -> None:

@@ -12,12 +12,17 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core.inference.backend_base import BackendOptions
-from dlguide_core.inference.benchmark import BenchRow
-from dlguide_core.inference.names import BASELINE
+from dlguide_core.inference.bench_job import BenchJob, BenchProgress
+from dlguide_core.inference.benchmark import BenchConfig, BenchRow
+from dlguide_core.inference.names import BASELINE, SPEC, quick
 from dlguide_core.vision.classify import ImageResult
+from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.result_files import RunInfo
+from ui.slots import TimerSlot
 
 STATE_KEY = "compiled"  # not widget state: Streamlit drops that when another page runs
+BENCH_JOB_KEY = "compiled_bench_job"  # this session's benchmark under way (a BenchJob), until its rows are kept
+BENCH_POLL_S = 1.0  # how often a running benchmark's status line looks for new rows
 
 
 @dataclass(frozen=True)
@@ -112,14 +117,19 @@ def bench_columns() -> dict:
         "top1_agree": st.column_config.NumberColumn("Top-1 agreement", format="%.3f"),
         "top5_agree": st.column_config.NumberColumn("Top-5 agreement", format="%.3f"),
         "setup_s": st.column_config.NumberColumn("Setup (s)", format="%.2f"),
+        "disturbed": st.column_config.TextColumn(
+            "Disturbed by", help="What else ran on this machine while this row was measured (other visitors' "
+                                 "forwards, running jobs): its latency is then not the backend's own"),
     }
 
 
 def export_note(info: dict) -> str:
-    """How the ONNX file came to be: made now (with its time) or reused from the cache."""
+    """How the ONNX file came to be: made by this server (with its time; the Prepare button's precompile makes it
+    before the cached backend reads it back, issue 31) or found in the cache from an earlier run."""
     if not info.get("onnx"):
         return ""
-    return f" · ONNX export {info['export_s']:.1f} s" if info.get("export_s") else " · ONNX export reused from cache"
+    made = info.get("export_s") or info.get("export_made_s")  # this preparation's, or this server's earlier one
+    return f" · ONNX export made in {made:.1f} s (cached since)" if made else " · ONNX export reused from cache"
 
 
 def onnx_download(info: dict, key: str) -> None:
@@ -164,6 +174,11 @@ def show_bench(rows: tuple[BenchRow, ...], titles: dict[str, str]) -> None:
     table = pd.DataFrame(results_table(rows))
     if table.empty:
         return
+    disturbed = int(table["disturbed"].notna().sum())
+    if disturbed:
+        st.warning(f"{disturbed} of {len(table)} rows were measured while other work ran on this machine (see "
+                   f"*Disturbed by*): their latency is not the backend's own. Run again when it is quiet.",
+                   icon=":material/warning:")
     table.insert(1, "runtime", [backend_label(b, p) for b, p in zip(table["backend"], table["provider"])])
     st.dataframe(table, hide_index=True, key="compiled_bench_table", column_config=bench_columns())
     st.caption(single_image_latency(table))
@@ -186,3 +201,85 @@ def record_bench(rows: tuple[BenchRow, ...], precision: str) -> None:
         if row.error is None and row.batch_size == 1 and row.p50_ms is not None:
             measured.record(measured.Measurement(row.backend, precision if row.backend != BASELINE else "fp32",
                                                  row.p50_ms, "Compiled benchmark, batch 1"))
+
+
+def bench_label(name: str, titles: dict[str, str]) -> str:
+    """A backend's chip in the benchmark picker: a backend that compiles for minutes says so."""
+    title = titles.get(name, name)
+    return f"{title} (compiles for minutes)" if not quick(name) else title
+
+
+def quick_backends(names: list[str]) -> list[str]:
+    """The benchmark's default choice: every backend ready in seconds (a minutes-long compile is opt-in)."""
+    return [n for n in names if quick(n)]
+
+
+def slow_backends_help(names: list[str], titles: dict[str, str]) -> str:
+    slow = [f"{titles.get(n, n)}: {SPEC[n].slow_setup}" for n in names if not quick(n)]
+    return ("Quick backends are chosen by default. Opt-in, because preparing them takes minutes: "
+            + "; ".join(slow) + ". PyTorch's torch.compile (Tuning options) too.") if slow else ""
+
+
+def bench_job() -> BenchJob | None:
+    job = st.session_state.get(BENCH_JOB_KEY)
+    return job if isinstance(job, BenchJob) else None
+
+
+def bench_running() -> bool:
+    job = bench_job()
+    return job is not None and job.progress().running
+
+
+def start_bench(loaded: LoadedModel, config: BenchConfig, run: BenchRun) -> None:
+    """Start `config` on its own thread (never in the script thread: it may take minutes); its rows show as each
+    backend finishes (bench_status), and the run is kept with `run`'s settings when it ends."""
+    from dlguide_core.inference.activity import watcher
+    from dlguide_core.jobs.running_here import running_jobs_here
+
+    st.session_state[BENCH_JOB_KEY] = BenchJob(loaded, config, watch=watcher(running_jobs_here)).start()
+    remember(bench=run)
+
+
+def collect_bench() -> BenchProgress | None:
+    """The running benchmark's progress; once it has ended, its rows are kept (CompiledState.bench and this
+    machine's measurements) and the job is let go. None when no benchmark ran in this session."""
+    job = bench_job()
+    if job is None:
+        return None
+    progress = job.progress()
+    last = compiled_state().bench
+    if last is not None:
+        remember(bench=replace(last, rows=progress.rows))
+    if not progress.running:
+        del st.session_state[BENCH_JOB_KEY]
+        record_bench(progress.rows, job.config.options.precision)
+    return progress
+
+
+def bench_status(slot: TimerSlot) -> None:
+    """While this session's benchmark runs: its progress and a Stop button in `slot` (made where no run stops
+    above it), redrawn every BENCH_POLL_S; each new row, and the end, rerun the page so its table shows them."""
+    job = bench_job()
+    if job is None or not job.progress().running:
+        return
+    slot.claim(id(job))
+    with slot.container:
+        _bench_status(slot, id(job), len(job.progress().rows))
+
+
+@st.fragment(run_every=BENCH_POLL_S)
+def _bench_status(slot: TimerSlot, owner: int, rows_drawn: int) -> None:
+    job = bench_job()
+    if job is None or not slot.holds(owner) or id(job) != owner:  # a late tick after the run it followed
+        return
+    progress = job.progress()
+    if not progress.running or len(progress.rows) != rows_drawn:
+        st.rerun(scope="app")
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    left.progress(min(progress.fraction, 1.0), text=f"Benchmark running: {progress.message} "
+                                                    f"({len(progress.rows)} row(s) so far, below)")
+    if progress.stopped:
+        right.caption("Stopping after the current timed run…")
+    elif right.button("Stop", key="compiled_bench_stop", icon=":material/stop_circle:"):
+        job.stop()
+        st.rerun(scope="fragment")

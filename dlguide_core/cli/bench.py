@@ -3,8 +3,10 @@
 MIGraphX rows name their target in `provider` (migraphx:cpu, migraphx:gpu; "MIGraphX (CPU)" in the
 table); a precision or target the installed MIGraphX refuses is that row's one-line `error`.
 Prints a JSON list of rows {backend, provider, batch_size, p50_ms, p95_ms, images_per_s,
-max_abs_diff, top1_agree, top5_agree, setup_s}; a backend that cannot run here gets a row
-with `error` saying why. The table (without --json) adds each row's speed-up over the torch row.
+max_abs_diff, top1_agree, top5_agree, setup_s, disturbed}; a backend that cannot run here gets a row
+with `error` saying why. `disturbed` says what else ran on this machine while the row was measured
+("1 running job": the job store's jobs here), null when nothing did: such a latency is not the backend's own.
+The table (without --json) adds each row's speed-up over the torch row.
 
 Exit codes:
   0  every backend that is available here ran; an unavailable one (module, execution provider
@@ -70,8 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlguide_core.inference.activity import watcher
     from dlguide_core.inference.backend_base import BackendOptions
     from dlguide_core.inference.benchmark import BenchConfig, rows_to_json, run_benchmark, run_failed
+    from dlguide_core.jobs.running_here import running_jobs_here
     from dlguide_core.vision.models import load_model
 
     options = BackendOptions(precision=args.precision, target=args.target, intra_op_threads=args.threads,
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(backends=args.backends, batch_sizes=args.batch_sizes, iters=args.iters,
                          warmup=max(0, args.warmup), options=options)
     loaded = load_model(args.weights)
-    rows = run_benchmark(loaded, config)
+    rows = run_benchmark(loaded, config, watch=watcher(running_jobs_here))  # each row: what ran beside it
     if args.json:
         print(json.dumps(rows_to_json(rows), indent=2))
     else:
@@ -94,7 +98,7 @@ def _print_table(rows: list) -> None:
 
     ratio = speedups(rows)
     print(f"{'backend':12} {'runtime':16} {'provider':28} {'batch':>5} {'p50 ms':>9} {'p95 ms':>9} {'img/s':>8} "
-          f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8}")
+          f"{'max|diff|':>10} {'top1':>5} {'top5':>5} {'setup s':>8} {'x torch':>8} disturbed")
     for r in rows:
         if r.error:
             print(f"{r.backend:12} {'UNAVAILABLE' if r.unavailable else 'ERROR'} {r.error}")
@@ -102,4 +106,4 @@ def _print_table(rows: list) -> None:
         speedup = ratio.get((r.backend, r.batch_size))
         print(f"{r.backend:12} {backend_label(r.backend, r.provider):16} {r.provider:28.28} {r.batch_size:5d} "
               f"{r.p50_ms:9.2f} {r.p95_ms:9.2f} {r.images_per_s:8.1f} {r.max_abs_diff:10.2e} {r.top1_agree:5.2f} "
-              f"{r.top5_agree:5.2f} {r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8}")
+              f"{r.top5_agree:5.2f} {r.setup_s:8.2f} {f'{speedup:.2f}x' if speedup else '-':>8} {r.disturbed or '-'}")

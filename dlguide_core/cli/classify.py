@@ -1,4 +1,10 @@
-"""`classify IMG [IMG ...] --weights {imagenet,none,PATH} --top K [--json]`."""
+"""`classify IMG [IMG ...] --weights {imagenet,none,PATH} --top K [--json]`.
+
+--json prints one record per image, in order, always with the same keys (result_files.result_record): "image",
+then "top" (a list of {"label", "index", "prob"}) or "error" (why the file could not be classified), then
+"weights", "backend", "precision" and "latency_ms" (wall time per image; null in an error record: no forward ran
+for it).
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 
-from dlguide_core import __version__
+from dlguide_core import __version__, threads
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
 from dlguide_core.errors import (
     CheckpointError,
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 on usage errors
+    threads.declare(process_kind(args))  # before any command imports torch (OpenMP reads its environment once)
     try:
         return int(args.func(args))
     except WeightsUnavailable as exc:
@@ -66,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {name}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE if exc.errno in USAGE_ERRNOS else EXIT_FAILED
+
+
+def process_kind(args: argparse.Namespace) -> threads.ProcessKind:
+    """This process's kind (dlguide_core.threads): a job run here in the foreground is a job process."""
+    foreground = not getattr(args, "detach", True) and (
+        (args.command == "train" and getattr(args, "executor", "local") == "local")
+        or (args.command == "jobs" and getattr(args, "action", "") == "resume"))
+    return threads.command_kind(args.command, foreground_job=foreground)
 
 
 def _silence_stdout() -> None:

@@ -23,7 +23,7 @@ from torch import nn
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference import names
-from dlguide_core.inference.export import OnnxExport, export_onnx
+from dlguide_core.inference.export import OnnxExport, export_cached, export_onnx, made_here_s
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.presets import preprocess
@@ -82,6 +82,7 @@ class BackendInfo:
     setup_s: float
     onnx: str | None  # the ONNX export it runs, None for PyTorch
     export_s: float | None  # what that export took, None when reused from the cache
+    export_made_s: float | None  # what this server took to make that export (earlier), None: found it cached
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,7 +135,8 @@ class Backend(ABC):
         """(B, 3, crop, crop) preprocessed float32 -> (B, C) float32 logits on the CPU."""
 
     def _export(self, loaded: LoadedModel, progress: Progress) -> OnnxExport:
-        progress("Exporting to ONNX (cached by weights hash)…", 0.1)
+        progress("Reusing the ONNX export cached for these weights…" if export_cached(loaded) else
+                 "Exporting to ONNX (once per weights: the file is then cached by their hash)…", 0.1)
         self.export = export_onnx(loaded)
         return self.export
 
@@ -164,6 +166,7 @@ class Backend(ABC):
             precision=self.options.precision, batch_size=self.batch_size, setup_s=round(self.setup_s, 3),
             onnx=self.export.path if self.export else None,
             export_s=self.export.export_s if self.export else None,
+            export_made_s=made_here_s(self.export.path) if self.export else None,
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlguide_core import threads
 from dlguide_core.errors import error_summary
 from dlguide_core.inference import names
 from dlguide_core.inference.backend_base import (
@@ -28,11 +29,6 @@ from dlguide_core.vision.models import LoadedModel
 ORT_PROVIDER_PREFERENCE = ("MIGraphXExecutionProvider", "ROCMExecutionProvider", "CUDAExecutionProvider",
                            "CPUExecutionProvider")
 ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
-# Intra-op workers block between parallel sections instead of spin-waiting. bench/bench_cpu_floor.py (issue 26,
-# docs/BENCHMARKS.md), Inception v3 batch 1 on the shared 2-core box: p50 1.9-2.1x lower without spinning, fp32
-# and int8 alike (spinning workers burn the time slices the other worker needs when the cores are shared);
-# sequential execution, level "all" (its NCHWc layout: 1.2-1.5x) and ORT's thread default (physical cores) stay.
-INTRA_OP_SPINNING = "0"
 
 
 class OnnxRuntimeBackend(Backend):
@@ -138,15 +134,6 @@ def _with_provider_options(providers: list[str], options: BackendOptions) -> lis
     return out
 
 
-def physical_cores() -> int:
-    """Physical cores (not hyper-threads): what an intra-op pool should use on a CPU (psutil, else all CPUs)."""
-    import os
-
-    import psutil
-
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
-
-
 def session_options(options: BackendOptions) -> Any:
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
     import onnxruntime as ort
@@ -160,5 +147,10 @@ def session_options(options: BackendOptions) -> Any:
     so.intra_op_num_threads = options.intra_op_threads
     so.inter_op_num_threads = options.inter_op_threads
     so.log_severity_level = 3  # errors only: fallback warnings are reported through `provider`
-    so.add_session_config_entry("session.intra_op.allow_spinning", INTRA_OP_SPINNING)
+    # Workers block between parallel sections instead of spin-waiting (dlguide_core.threads decides, per process).
+    # bench/bench_cpu_floor.py (issue 26), Inception v3 batch 1 on the shared 2-core box: p50 1.9-2.1x lower
+    # without spinning; sequential execution, level "all" (its NCHWc layout: 1.2-1.5x) and ORT's thread default
+    # (physical cores) stay.
+    for key, value in threads.ort_session_config().items():
+        so.add_session_config_entry(key, value)
     return so

@@ -7,13 +7,17 @@ Inputs are the bundled photos preprocessed with the model's preset (`backend_bas
 
 A backend that cannot run here (module, execution provider or GPU missing) gets one row
 whose `error` is its availability reason: normal output, not a failure (`run_failed`).
+
+Each row says whether other work ran beside its measurement (`disturbed`: "1 running job, 3 other forwards",
+None when nothing did; inference.activity): such a figure is not the backend's own. Rows are handed out as each
+finishes (`on_row`), and `should_stop` ends a run between timed runs (the Compiled page's Stop button).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +25,7 @@ import torch
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference import names
+from dlguide_core.inference.activity import Activity, between, snapshot
 from dlguide_core.inference.backend_base import Backend, BackendOptions, BackendUnavailable, Progress, sample_batch
 from dlguide_core.inference.backend_torch import TorchBackend
 from dlguide_core.inference.registry import backend_class, prepare_backend
@@ -28,7 +33,8 @@ from dlguide_core.vision.models import LoadedModel
 
 DEFAULT_BATCH_SIZES = (1, 8, 32)
 ROW_KEYS = ("backend", "provider", "batch_size", "p50_ms", "p95_ms", "images_per_s", "max_abs_diff",
-            "top1_agree", "top5_agree", "setup_s")  # the `bench --json` contract
+            "top1_agree", "top5_agree", "setup_s", "disturbed")  # the `bench --json` contract (error rows add `error`)
+Watch = Callable[[], Activity]  # a sample of what else runs (activity.snapshot)
 
 
 @dataclass(frozen=True)
@@ -65,13 +71,17 @@ class BenchRow:
     setup_s: float | None = None
     error: str | None = None
     unavailable: bool = False
+    disturbed: str | None = None  # what else ran during the measurement, in words; None: nothing did
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["unavailable"]
-        if self.error is None:
-            del data["error"]
+        data = {key: getattr(self, key) for key in ROW_KEYS}
+        if self.error is not None:
+            data["error"] = self.error
         return data
+
+
+class Stopped(Exception):
+    """A benchmark asked to stop (`should_stop`), raised between two timed runs."""
 
 
 def time_runs(fn: Callable[[], Any], *, warmup: int, iters: int) -> list[float]:
@@ -109,10 +119,17 @@ def agreement(reference: torch.Tensor, logits: torch.Tensor, k: int = 5) -> dict
 
 
 def measure(backend: Backend, batch: torch.Tensor, reference: torch.Tensor, *, warmup: int,
-            iters: int) -> BenchRow:
-    """Time `backend` on `batch` and compare its logits with the eager `reference` logits."""
-    logits = backend.run(batch)
-    stats = latency_stats(time_runs(lambda: backend.run(batch), warmup=warmup, iters=iters), len(batch))
+            iters: int, stop: Callable[[], bool] | None = None) -> BenchRow:
+    """Time `backend` on `batch` and compare its logits with the eager `reference` logits; Stopped between two
+    runs once `stop()` says so."""
+
+    def run() -> torch.Tensor:
+        if stop is not None and stop():
+            raise Stopped
+        return backend.run(batch)
+
+    logits = run()
+    stats = latency_stats(time_runs(run, warmup=warmup, iters=iters), len(batch))
     agree = {k: round(v, 6) for k, v in agreement(reference, logits).items()}
     return BenchRow(backend.name, backend.provider, len(batch), stats["p50_ms"], stats["p95_ms"], stats["images_per_s"],
                     agree["max_abs_diff"], agree["top1_agree"], agree["top5_agree"], setup_s=round(backend.setup_s, 3))
@@ -123,33 +140,53 @@ def options_for(name: str, options: BackendOptions) -> BackendOptions:
     return replace(options, precision="fp32") if name == names.BASELINE else options
 
 
-def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress | None = None) -> list[BenchRow]:
-    """Rows for every (backend, batch size) of `config`; unavailable backends get one error row."""
+def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress | None = None, *,
+                  on_row: Callable[[BenchRow], None] | None = None, should_stop: Callable[[], bool] | None = None,
+                  watch: Watch | None = None) -> list[BenchRow]:
+    """Rows for every (backend, batch size) of `config`; unavailable backends get one error row. Each row goes to
+    `on_row` as it is made; once `should_stop()` says so the run ends with the rows made so far."""
     progress = progress or (lambda _msg, _frac: None)
+    stop = should_stop or (lambda: False)
+    watch = watch or snapshot  # activity.snapshot: other forwards of this process, jobs running here
     eager = TorchBackend().prepare(loaded)
     rows: list[BenchRow] = []
     steps = max(1, len(config.backends) * len(config.batch_sizes))
-    for b_index, name in enumerate(config.backends):
-        options = options_for(name, config.options)
-        status = backend_class(name).availability(options)
-        if not status.available:
-            rows.append(BenchRow(name, error=f"{status.title} is unavailable: {status.reason}", unavailable=True))
-            continue
-        for s_index, batch_size in enumerate(config.batch_sizes):
-            progress(f"{status.title} at batch {batch_size}…", (b_index * len(config.batch_sizes) + s_index) / steps)
-            rows.append(_bench_one(name, loaded, eager, batch_size, options, config))
+
+    def add(row: BenchRow) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    try:
+        for b_index, name in enumerate(config.backends):
+            options = options_for(name, config.options)
+            status = backend_class(name).availability(options)
+            if not status.available:
+                add(BenchRow(name, error=f"{status.title} is unavailable: {status.reason}", unavailable=True))
+                continue
+            for s_index, batch_size in enumerate(config.batch_sizes):
+                if stop():
+                    raise Stopped
+                progress(f"{status.title} at batch {batch_size}…",
+                         (b_index * len(config.batch_sizes) + s_index) / steps)
+                add(_bench_one(name, loaded, eager, batch_size, options, config, stop, watch))
+    except Stopped:
+        progress("Stopped", len(rows) / steps)
+        return rows
     progress("Done", 1.0)
     return rows
 
 
 def _bench_one(name: str, loaded: LoadedModel, eager: Backend, batch_size: int, options: BackendOptions,
-               config: BenchConfig) -> BenchRow:
+               config: BenchConfig, stop: Callable[[], bool], watch: Watch) -> BenchRow:
     batch = sample_batch(loaded, batch_size)  # (batch_size, 3, crop, crop), same for every backend
     try:
         reference = eager.run(batch)
         plain_torch = name == names.BASELINE and not options.torch_compile
         backend = eager if plain_torch else prepare_backend(name, loaded, batch_size=batch_size, options=options)
-        return measure(backend, batch, reference, warmup=config.warmup, iters=config.iters)
+        before = watch()  # after preparing: a compile is not timed, what runs beside it does not matter
+        row = measure(backend, batch, reference, warmup=config.warmup, iters=config.iters, stop=stop)
+        return replace(row, disturbed=between(before, watch()).describe())
     except BackendUnavailable as exc:  # availability changed between the check and prepare
         return BenchRow(name, batch_size=batch_size, error=str(exc), unavailable=True)
     except DlguideError as exc:

@@ -69,6 +69,20 @@ class OnnxExport:
         return data
 
 
+_MADE_HERE: dict[Path, float] = {}  # exports this process made (path -> seconds): "made now" is then true
+
+
+def made_here_s(path: str | Path) -> float | None:
+    """Seconds this process took to make the export at `path`; None when it found the file in the cache."""
+    return _MADE_HERE.get(Path(path))
+
+
+def export_cached(loaded: LoadedModel, exporter: str = "dynamo", opset: int | None = None) -> bool:
+    """Whether `loaded`'s default export is in the cache already (export_onnx would reuse it)."""
+    return cache_matches(export_cache_path(loaded, exporter, opset), loaded.fingerprint, exporter=exporter,
+                         opset=opset)
+
+
 def export_cache_path(loaded: LoadedModel, exporter: str = "dynamo", opset: int | None = None) -> Path:
     """Where the ONNX file of these exact weights and export options is cached. Every option that changes
     the file is in the name; the default export keeps its historical name `<arch>-<fingerprint>.onnx`."""
@@ -115,6 +129,7 @@ def export_onnx(loaded: LoadedModel, out: str | Path | None = None, *, exporter:
         start = time.perf_counter()
         _export_in_child(loaded, cache, exporter, opset)
         seconds = time.perf_counter() - start
+        _MADE_HERE[cache] = round(seconds, 3)
     if out is not None:
         _copy_out(cache, Path(out))
     result = read_export(out if out is not None else cache)

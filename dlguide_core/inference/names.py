@@ -42,6 +42,7 @@ class BackendSpec:
     label: str  # what the UI, `bench` and the booth call it
     ranks: tuple[Ranked, ...] = ()
     target_labels: tuple[tuple[str, str], ...] = ()  # (target, label) where the target changes what runs
+    slow_setup: str = ""  # why preparing it takes minutes (a compile): such a backend is opt-in, and says so
 
     def label_for(self, target: str | None = None) -> str:
         return dict(self.target_labels).get(target or "", self.label)
@@ -65,7 +66,9 @@ SPECS: tuple[BackendSpec, ...] = (
     BackendSpec(ZENTORCH, "zentorch", (
         # AMD's ZenDNN plugin for torch.compile (docs/BENCHMARKS.md); checked: other kernels than eager's
         Ranked(70, "cpu", "zentorch: torch.compile with ZenDNN ({reason})", timed=True, checked=True,
-               when="with DLGUIDE_KIOSK_ZENTORCH=1, where the CPU has AVX-512"),)),
+               when="with DLGUIDE_KIOSK_ZENTORCH=1, where the CPU has AVX-512"),),
+        # 345 s under load on the shared 2-core box (docs/BENCHMARKS.md); a default benchmark took 9 minutes
+        slow_setup="torch.compile with ZenDNN compiles for minutes on a CPU"),
 )
 SPEC = {spec.name: spec for spec in SPECS}
 NAMES = tuple(SPEC)  # the `bench --backends` choices, in this order
@@ -74,6 +77,11 @@ NAMES = tuple(SPEC)  # the `bench --backends` choices, in this order
 def label(name: str, target: str | None = None) -> str:
     """A backend's name for people ("MIGraphX (CPU)" for target cpu); an unknown name as it is."""
     return SPEC[name].label_for(target) if name in SPEC else name
+
+
+def quick(name: str) -> bool:
+    """Whether backend `name` is ready in seconds (no minutes-long compile): the benchmark's default choices."""
+    return not (name in SPEC and SPEC[name].slow_setup)
 
 
 def ranking() -> list[tuple[str, Ranked]]:

@@ -92,11 +92,14 @@ def launch(store: JobStore, job: Job) -> int:
 
 
 def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
-    """The job process's environment: its store, its block of GPUs, and its slot among the GPUs it sees
-    (gpu_slots.gpu_index: 0 when pinned to its block, else the queue's slot)."""
+    """The job process's environment: its store, its threads and wait policy (dlguide_core.threads), its block of
+    GPUs, and its slot among the GPUs it sees (gpu_slots.gpu_index: 0 when pinned to its block, else the queue's
+    slot)."""
+    from dlguide_core import threads
     from dlguide_core.gpu_slots import GPU_SLOT_ENV
 
     env = {**environ, "DLGUIDE_HOME": str(settings.home())}
+    env.update(threads.environment("job", env))  # a job's threads and wait policy, whoever launches it
     pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)
     env.update(pinned)
     env[GPU_SLOT_ENV] = "0" if pinned else str(job.slot or 0)

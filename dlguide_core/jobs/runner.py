@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import replace
 
+from dlguide_core import threads
 from dlguide_core.errors import DlguideError
 from dlguide_core.gpu_slots import process_slot
 from dlguide_core.jobs import tensorboard_export
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m dlguide_core.jobs.runner JOB_ID", file=sys.stderr)
         return 2
+    threads.declare("job")  # its environment came from the launcher (queue.job_env); torch's counts are set here
     store = open_store()
     store.set_pid(args[0], os.getpid())
     print(f"job {args[0]} running in process {os.getpid()}", flush=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from dlguide_core import threads
 from dlguide_core.errors import DlguideError, error_summary
 from dlguide_core.gpu_slots import process_slot
 from dlguide_core.jobs.join_checks import WorkerPayload, check_payload
@@ -178,6 +179,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    threads.declare("job")  # its environment came from torchrun, which inherited the launcher's (queue.job_env)
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 2 and args[0] == "--join":  # another machine of a multi-node run
         return run_worker(None, args[1])

@@ -72,12 +72,14 @@ class ForwardGate:
         self.slots = slots
         self._semaphore = threading.BoundedSemaphore(slots)
         self._held = threading.local()
+        self.started = 0  # forwards let through so far (inference.activity: what ran beside a benchmark)
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
         depth = getattr(self._held, "depth", 0)
         if depth == 0:
             self._semaphore.acquire()
+            self.started += 1  # under the semaphore's slot; an exact count with more slots is not needed
         self._held.depth = depth + 1
         try:
             yield
@@ -93,6 +95,11 @@ def forward_gate() -> ForwardGate:
     number means the default), read once per process."""
     raw = os.environ.get("DLGUIDE_MAX_FORWARDS", "").strip()
     return ForwardGate(int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_FORWARDS)
+
+
+def forwards_started() -> int:
+    """Live forwards this process has let through its gate so far (a benchmark's own timed runs are not gated)."""
+    return forward_gate().started
 
 
 def forward_slot() -> AbstractContextManager[None]:

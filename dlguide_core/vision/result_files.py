@@ -52,8 +52,9 @@ def classify_timed(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str
 
 def result_record(result: ImageResult, run: RunInfo) -> dict[str, Any]:
     """One image's JSON record: {"image", "top": [{"label", "index", "prob"}, ...]} or {"image", "error"},
-    then "weights", "backend", "precision", "latency_ms"."""
-    return {**result.to_json(), **run.to_json()}
+    then "weights", "backend", "precision", "latency_ms" (null for an image that could not be classified: no
+    forward ran for it)."""
+    return {**result.to_json(), **run.to_json(), **({"latency_ms": None} if result.error is not None else {})}
 
 
 def result_rows(results: Sequence[ImageResult]) -> list[dict[str, Any]]:
@@ -77,8 +78,10 @@ def results_csv(results: Sequence[ImageResult], run: RunInfo) -> str:
     columns = [*RESULT_COLUMNS, "error", *RUN_COLUMNS]
     writer.writerow(columns)
     produced = run.to_json()
+    no_latency = {"latency_ms": None}  # an image that could not be classified had no forward: empty cell
     writer.writerows([["" if row.get(c) is None else row[c] for c in columns]
-                      for row in ({**r, **produced} for r in result_rows(results))])
+                      for row in ({**r, **produced, **(no_latency if r.get("error") else {})}
+                                  for r in result_rows(results))])
     return out.getvalue()
 
 

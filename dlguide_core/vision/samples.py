@@ -17,6 +17,23 @@ def bundled_samples() -> dict[str, Path]:
     return {p.stem.replace("_", " "): p for p in sorted(BUNDLED_DIR.glob("*.jpg"))}
 
 
+def sample_titles() -> dict[str, str]:
+    """Display name -> a person's title for each bundled image, from samples/SOURCES.md ("Chelsea the cat", "A
+    coffee cup"): what a visitor reads under an example, never the file's internal name."""
+    titles = {}
+    for line in (BUNDLED_DIR / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        name, sep, rest = line.removeprefix("- `").partition(".jpg`: ")
+        if sep and line.startswith("- `"):
+            title = rest.split(", CC0")[0].strip().strip('"')
+            titles[name.replace("_", " ")] = title[:1].upper() + title[1:]
+    return titles
+
+
+def sample_title(name: str) -> str:
+    """The title of bundled sample `name` (its display name when SOURCES.md names no title)."""
+    return sample_titles().get(name, name)
+
+
 def guide_dog_path() -> Path:
     return settings.home() / "samples" / "dog.jpg"
 

@@ -122,3 +122,33 @@ def test_config_validates_names_and_counts():
         BenchConfig(backends=("tvm",))
     with pytest.raises(ValueError, match="at least 1"):
         BenchConfig(iters=0)
+
+
+def test_a_row_says_what_ran_beside_its_measurement(cifar):
+    # issue 31: eager batch 1 read 332 ms while another visitor classified, 19 ms alone, with no warning
+    from dlguide_core.inference.activity import Activity
+
+    samples = iter([Activity(5, frozenset({"job1"})), Activity(8, frozenset({"job1"})),  # batch 1: before, after
+                    Activity(8, frozenset()), Activity(8, frozenset())])  # batch 2: nothing else ran
+    config = BenchConfig(backends=("torch",), batch_sizes=(1, 2), iters=1, warmup=0)
+    busy, quiet = run_benchmark(cifar, config, watch=lambda: next(samples))
+    assert busy.disturbed == "1 running job, 3 other forwards" and quiet.disturbed is None
+    assert [r["disturbed"] for r in rows_to_json([busy, quiet])] == ["1 running job, 3 other forwards", None]
+
+
+def test_every_gated_forward_is_counted_and_a_benchmarks_own_runs_are_not(cifar):
+    from dlguide_core.inference.activity import snapshot
+    from dlguide_core.vision.classify import forward_slot
+
+    before = snapshot(jobs=frozenset)
+    with forward_slot(), forward_slot():  # re-entrant: one forward
+        pass
+    run_benchmark(cifar, BenchConfig(backends=("torch",), batch_sizes=(1,), iters=2, warmup=0), watch=snapshot)
+    assert snapshot(jobs=frozenset).forwards - before.forwards == 1
+
+
+def test_rows_arrive_as_each_finishes_and_a_run_can_be_stopped(cifar):
+    config = BenchConfig(backends=("torch", "onnxruntime"), batch_sizes=(1, 2), iters=1, warmup=0)
+    arrived = []
+    rows = run_benchmark(cifar, config, on_row=arrived.append, should_stop=lambda: len(arrived) >= 1)
+    assert [(r.backend, r.batch_size) for r in rows] == [("torch", 1)] and arrived == rows

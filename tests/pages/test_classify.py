@@ -122,3 +122,22 @@ def test_a_broken_job_checkpoint_is_one_clear_error(isolated_home, sample_jpeg):
     (error,) = at.error
     assert "checkpoint.pt: the model has 10 outputs but the file names 2 classes" in error.value
     assert "\n" not in error.value
+
+
+def test_a_rerun_with_the_same_input_reuses_the_result_downloads_included(sample_jpeg, monkeypatch):
+    """Issue 31: each Download click (a rerun) classified again: the file's latency_ms was not the screen's, and
+    the click held the forward slot again. The result is kept per input (images, weights, backend, top-k)."""
+    from dlguide_core.vision import result_files
+
+    calls = []
+    real = result_files.classify_timed
+    monkeypatch.setattr(result_files, "classify_timed", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = open_app()
+    at.selectbox(key="classify_weights").set_value("none").run()
+    at.file_uploader(key="classify_upload").set_value(("cat.jpg", sample_jpeg.read_bytes(), "image/jpeg")).run()
+    shown = [c.value for c in at.caption if " ms per image" in c.value]
+    assert len(calls) == 1 and shown
+    at.run()  # what a click on "Download results (CSV…)" does: a rerun with the same input
+    assert len(calls) == 1 and [c.value for c in at.caption if " ms per image" in c.value] == shown
+    at.slider(key="classify_topk").set_value(3).run()  # a different input: classified again
+    assert len(calls) == 2 and len(at.dataframe[0].value) == 3

@@ -12,7 +12,7 @@ from dlguide_core import migraphx_lib
 from dlguide_core.inference import benchmark
 from dlguide_core.vision.models import load_model
 from tests.support.apptest import open_app
-from tests.support.compiled_helpers import seed_export_cache, write_cifar_checkpoint
+from tests.support.compiled_helpers import finish_bench, seed_export_cache, write_cifar_checkpoint
 
 
 @pytest.fixture
@@ -74,6 +74,7 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
     at.multiselect(key="compiled_bench_sizes").set_value([1])
     at.slider(key="compiled_bench_iters").set_value(1)
     at.button(key="compiled_bench_run").click().run()
+    finish_bench(at)
     table = _table(at, "p50_ms")
     assert list(table["backend"]) == ["torch", "onnxruntime"] and (table["p50_ms"] > 0).all()
     assert table["speedup"].iloc[0] == 1.0 and table["speedup"].iloc[1] > 0  # vs the torch row
@@ -148,10 +149,59 @@ def test_compiled_page_compiles_and_benchmarks_with_the_real_migraphx(job_checkp
     at.multiselect(key="compiled_bench_sizes").set_value([1])
     at.slider(key="compiled_bench_iters").set_value(1)
     at.button(key="compiled_bench_run").click().run()
+    finish_bench(at)
     assert not at.exception
     table = _table(at, "p50_ms")
     assert list(table["runtime"]) == ["PyTorch (eager)", "MIGraphX (CPU)"] and (table["p50_ms"] > 0).all()
     assert list(table["provider"])[1] == "migraphx:cpu" and table["top1_agree"].iloc[1] == 1.0
+
+
+def test_benchmark_defaults_are_quick_runs_off_the_script_thread_and_says_when_disturbed(job_checkpoint, monkeypatch):
+    """Issue 31: the default benchmark included zentorch (9 minutes), showed nothing until it ended, could not be
+    stopped, and its figures did not say that other work ran meanwhile."""
+    import threading
+
+    from dlguide_core.inference import activity
+    from dlguide_core.inference.activity import Activity
+
+    at = _page()
+    at.selectbox(key="compiled_weights").set_value(job_checkpoint).run()
+    picker = at.multiselect(key="compiled_bench_backends")
+    assert "zentorch" not in picker.value and {"torch", "onnxruntime"} <= set(picker.value)
+    assert "zentorch: torch.compile with ZenDNN compiles for minutes" in picker.help
+
+    gate, real, calls = threading.Event(), benchmark.measure, []  # the run waits after its first row:
+
+    def gated(*args, **kwargs):  # the page must show that row meanwhile, and Stop must end the run
+        calls.append(1)
+        if len(calls) > 1:
+            gate.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(benchmark, "measure", gated)
+    busy = iter([Activity(0, frozenset({"job7"})), Activity(2, frozenset({"job7"}))] + [Activity(2, frozenset())] * 9)
+    monkeypatch.setattr(activity, "snapshot", lambda jobs=None: next(busy))
+    picker.set_value(["torch", "onnxruntime"])
+    at.multiselect(key="compiled_bench_sizes").set_value([1, 8])
+    at.slider(key="compiled_bench_iters").set_value(1)
+    at.button(key="compiled_bench_run").click().run()
+    assert not at.exception
+    job = at.session_state["compiled_bench_job"]
+    for _ in range(600):  # the first row, while the second measurement waits at the gate
+        if job.progress().rows:
+            break
+        threading.Event().wait(0.1)
+    at.run()
+    table = _table(at, "p50_ms")
+    assert list(table["backend"]) == ["torch"] and table["disturbed"].iloc[0] == "1 running job, 2 other forwards"
+    assert any("measured while other work ran" in w.value for w in at.warning)
+    assert at.button(key="compiled_bench_run").disabled  # one run at a time
+    job.stop()
+    gate.set()
+    finish_bench(at)
+    assert any(i.value.startswith("Stopped: ") for i in at.info)
+    assert len(_table(at, "p50_ms")) < 4  # it did not go on to the other rows
+    assert not at.button(key="compiled_bench_run").disabled
 
 
 def test_compiled_page_says_in_one_line_why_precisions_are_not_offered(job_checkpoint):

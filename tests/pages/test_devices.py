@@ -33,7 +33,9 @@ def test_devices_page_renders_report_and_checks(fresh_probes):
     assert list(checks["check"])[:2] == ["import torch", "GPU available"]
     assert at.subheader[0].value == "CPU only" or at.subheader[0].value.startswith(("ROCm", "CUDA"))
     runtimes = tables[("runtime", "available", "detail")]
-    assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime"]
+    assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime", "zentorch"]  # issue 31: zentorch listed
+    for runtime, detail in zip(runtimes["runtime"], runtimes["detail"]):  # long reasons also shown whole
+        assert len(detail) <= 60 or any(c.value == f"**{runtime}**: {detail}" for c in at.caption)
     assert any("TensorFlow" in s.value for s in at.subheader)
 
 
@@ -66,5 +68,7 @@ def test_the_page_draws_before_the_slow_probes_finish_and_fills_in_after(fresh_p
     assert not [i.value for i in at.info if "probing…" in i.value]
     assert any("TensorFlow 9.9.9" in m.value for m in at.markdown)
     runtimes = {tuple(df.value.columns): df.value for df in at.dataframe}[("runtime", "available", "detail")]
-    assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime"]
+    assert list(runtimes["runtime"]) == ["MIGraphX", "ONNX Runtime", "zentorch"]  # issue 31: zentorch listed
+    for runtime, detail in zip(runtimes["runtime"], runtimes["detail"]):  # long reasons also shown whole
+        assert len(detail) <= 60 or any(c.value == f"**{runtime}**: {detail}" for c in at.caption)
     assert runtimes["detail"][0] == "migraphx 9.9 from a stand-in"

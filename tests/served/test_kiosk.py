@@ -104,6 +104,37 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
         context.close()
 
 
+def test_on_a_phone_the_answer_is_above_the_fold_and_nothing_scrolls_sideways(booth_url: str, browser,
+                                                                               tmp_path: Path) -> None:
+    """Issue 31: at 390×844 the answer started below the fold (the camera column came first) and the Grad-CAM
+    image (a fixed 480 px) pushed the page sideways."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(booth_url)
+        page.get_by_text(ATTRACT).wait_for(timeout=120_000)
+        page.get_by_text("Upload", exact=True).click()
+        page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
+        answer = page.get_by_text("I think it's a")
+        answer.wait_for()
+        page.get_by_text("Where did the model look?").click()
+        # A Grad-CAM is a backward pass: minutes on a loaded 2-core CI box; the idle countdown starts after it
+        page.get_by_text("Grad-CAM for", exact=False).wait_for(timeout=300_000)
+        page.wait_for_timeout(500)  # the image's layout settles
+        # Streamlit scrolls an inner container, not the window: back to the top of both, as a visitor first sees it
+        page.evaluate("() => { for (const e of document.querySelectorAll('*')) if (e.scrollTop) e.scrollTop = 0; }")
+        width = page.evaluate("""() => Math.max(document.documentElement.scrollWidth,
+            ...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer]')]
+                .map(e => e.scrollWidth))""")
+        top = answer.evaluate("e => e.getBoundingClientRect().top")
+        page.screenshot(path=str(tmp_path / "booth-phone-390x844.png"))
+        assert width <= 390, f"the page is {width} px wide on a 390 px phone"
+        assert top < 844, f"the answer starts {top:.0f} px down, below the fold of an 844 px screen"
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("first", ["/devices", "/ui", "/cache", "/tensorflow"])
 def test_url_tricks_land_on_the_booth(app_server, browser_page, first: str) -> None:
     """`first` is the fresh server's very first request: a page, or the ui package or one of its modules."""

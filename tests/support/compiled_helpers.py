@@ -57,3 +57,14 @@ def seed_export_cache(loaded: LoadedModel, onnx_path: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(onnx_path, target)
     return target
+
+
+def finish_bench(at, timeout: float = 600.0):
+    """Wait for the Compiled page's background benchmark (ui.compiled.BENCH_JOB_KEY) to end, then run the page
+    again so it shows the rows (AppTest does not fire the status line's timer)."""
+    try:
+        job = at.session_state["compiled_bench_job"]
+    except KeyError:
+        return at.run()
+    job.join(timeout)
+    return at.run()

@@ -28,7 +28,8 @@ def test_results_csv_escapes_image_names_labels_and_errors():
                        "weights", "backend", "precision", "latency_ms"]
     assert rows[1] == ["'=cmd|' /C calc'!A0.jpg", "1", "'@evil", "3", "0.75", "", "'=weights.pt", "onnxruntime",
                        "int8", "12.5"]
-    assert rows[2] == ["'-bad.png", "", "", "", "", "'-not an image", "'=weights.pt", "onnxruntime", "int8", "12.5"]
+    # issue 31: no forward ran for an image that could not be read: no latency of its own
+    assert rows[2] == ["'-bad.png", "", "", "", "", "'-not an image", "'=weights.pt", "onnxruntime", "int8", ""]
 
 
 def test_confusion_csv_escapes_class_names():
@@ -55,4 +56,5 @@ def test_the_pages_json_download_has_the_shape_classify_json_prints(capsys, samp
     assert [set(r) for r in ui] == [set(r) for r in cli]
     assert [set(p) for p in ui[0]["top"]] == [set(p) for p in cli[0]["top"]]
     assert {"weights", "backend", "precision", "latency_ms", "top"} <= set(cli[0]) and "error" in cli[1]
+    assert cli[0]["latency_ms"] > 0 and "latency_ms" in cli[1] and cli[1]["latency_ms"] is None  # same keys, null
     assert (ui[0]["weights"], ui[0]["backend"], ui[0]["precision"]) == ("none", "torch", "fp32")

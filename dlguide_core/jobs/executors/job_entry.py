@@ -195,6 +195,9 @@ def _run_command(store: JobStore, job_id: str, command: Sequence[str], early: _E
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dlguide_core import threads
+
+    threads.declare("job")  # before torch loads here or in COMMAND's processes, which inherit the environment
     early = _EarlySignal()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, early.handle)

@@ -26,14 +26,17 @@ def net() -> nn.Module:
 
 
 def held_forward(forward: Callable[[torch.Tensor], torch.Tensor]) -> tuple[Callable, threading.Event, list[int]]:
-    """`forward` whose first call waits for `release`: the requests sent meanwhile queue up into one batch."""
-    release, sizes = threading.Event(), []
+    """`forward` whose first call waits for `release`: the requests sent meanwhile queue up into one batch.
+    Returns it, `release`, and the batch sizes it ran; `run.entered` is set once the first call holds the worker."""
+    release, entered, sizes = threading.Event(), threading.Event(), []
 
     def run(batch: torch.Tensor) -> torch.Tensor:
-        if not sizes:
+        if not entered.is_set():
+            entered.set()
             assert release.wait(60)
         sizes.append(len(batch))
         return forward(batch)
+    run.entered = entered  # type: ignore[attr-defined]
     return run, release, sizes
 
 
@@ -69,6 +72,7 @@ def test_batched_answers_equal_unbatched_per_row(net: nn.Module) -> None:
     first, rest = torch.randn(1, 3, 32, 32), [torch.randn(n, 3, 32, 32) for n in (1, 2, 1, 3)]
     blocker = threading.Thread(target=worker.infer, args=(first,))
     blocker.start()
+    assert forward.entered.wait(60)  # the first visitor's forward holds the worker
     pending = [lambda rows=rows: worker.infer(rows) for rows in rest]
     results: list[object] = []
     runner = threading.Thread(target=lambda: results.extend(in_threads(pending)))
@@ -96,6 +100,7 @@ def test_a_bad_input_fails_only_its_own_visitor(net: nn.Module) -> None:
     forward, release, _sizes = held_forward(picky)
     worker = InferenceWorker(forward, BatchLimits(max_batch=8))
     threading.Thread(target=worker.infer, args=(torch.zeros(1, 3, 32, 32),)).start()
+    assert forward.entered.wait(60)
     good, bad = torch.randn(2, 3, 32, 32), torch.full((1, 3, 32, 32), float("nan"))
     results: list[object] = []
     runner = threading.Thread(target=lambda: results.extend(
@@ -118,16 +123,18 @@ def test_a_dead_worker_answers_its_waiters_and_is_restarted(net: nn.Module) -> N
     def dies_once(batch: torch.Tensor) -> torch.Tensor:
         calls.append(len(batch))
         if len(calls) == 1:
+            entered.set()
             assert release.wait(60)
             raise SystemExit  # not an Exception: the worker thread itself ends
         with torch.inference_mode():
             return net(batch)
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
     worker = InferenceWorker(dies_once, BatchLimits(max_batch=1), name="test")
     results: list[object] = []
     runner = threading.Thread(target=lambda: results.extend(
         in_threads([lambda i=i: worker.infer(torch.randn(1, 3, 32, 32)) for i in range(3)])))
     runner.start()
+    assert entered.wait(60)
     wait_queued(worker, 2)  # one in the forward, two behind it
     release.set()
     runner.join(60)

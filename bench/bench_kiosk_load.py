@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -229,6 +230,9 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     done = threading.Event()
     sampler = threading.Thread(target=sample_rss, args=(server, samples, done), daemon=True)
     sampler.start()
+    gpu: list[float] = []
+    gpu_sampler = threading.Thread(target=sample_gpu, args=(gpu, done), daemon=True)
+    gpu_sampler.start()
     batches: list[int] = []
     load_before, cpu_start = os.getloadavg()[0], server_cpu_s(server)
     start = time.perf_counter()
@@ -237,6 +241,7 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     many_cpu, load_after = server_cpu_s(server) - cpu_start, os.getloadavg()[0]
     done.set()
     sampler.join()
+    gpu_sampler.join()
     rss_after = server.memory_info().rss
     single_p95, many_p95 = percentile(single, 95), percentile(many, 95)
     return {
@@ -251,6 +256,8 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
         # batch size -> how many visitors' answers came from a batch of that size (the booth's caption says it)
         "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))},
         "loadavg_1min_before_after": [round(load_before, 2), round(load_after, 2)],
+        # the accelerator's utilisation (%) sampled every 0.5 s over the concurrent phase, where there is one
+        "gpu_utilisation_mean_max": [round(float(np.mean(gpu)), 1), max(gpu)] if gpu else None,
         "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
         "rss_growth": (rss_after - rss_before) / rss_before,
         # RSS at 0, 25, 50, 75 and 100 % of the concurrent phase: a plateau is allocator warm-up, a slope a leak
@@ -314,6 +321,30 @@ def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8
             images / seconds if seconds else rows["1"]["images_per_s"]}
 
 
+def gpu_utilisation() -> float | None:
+    """The busiest GPU's utilisation now (nvidia-smi, else amd-smi/rocm-smi), None where there is none."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        values = [float(v) for v in out.split() if v.replace(".", "", 1).isdigit()]
+        return max(values) if values else None
+    from dlguide_core.smi import smi_readings
+
+    values = [r.utilisation_percent for r in smi_readings() if r.utilisation_percent is not None]
+    return max(values) if values else None
+
+
+def sample_gpu(samples: list[float], done: threading.Event, every_s: float = 0.5) -> None:
+    while not done.wait(every_s):
+        value = gpu_utilisation()
+        if value is None:
+            return  # no GPU tool here
+        samples.append(value)
+
+
 def sample_rss(server: psutil.Process, samples: list[int], done: threading.Event, every_s: float = 1.0) -> None:
     while not done.wait(every_s):
         samples.append(server.memory_info().rss)
@@ -326,11 +357,18 @@ def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.
     proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **env})
     try:  # the launcher prepares the booth (ONNX export) before opening the port
-        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=600)
+        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=1800)
     except (RuntimeError, TimeoutError):
         proc.kill()
         raise
     return proc
+
+
+def kept_weights(home: Path, weights_env) -> dict[str, str]:
+    """`weights_env` once per DLGUIDE_HOME: a kept --home reuses its stand-in weights (and so its export)."""
+    if (home / "torch_home").is_dir():
+        return {"TORCH_HOME": str(home / "torch_home")}
+    return weights_env(home)
 
 
 def main() -> int:
@@ -340,6 +378,9 @@ def main() -> int:
     parser.add_argument("--single-rounds", type=int, default=20)
     parser.add_argument("--backend", default=None,
                         help="DLGUIDE_KIOSK_BACKEND for the served booth (default: the environment's, else auto)")
+    parser.add_argument("--home", default=None,
+                        help="DLGUIDE_HOME to use and keep (its ONNX export is reused by the next run); default a "
+                             "fresh temporary one")
     parser.add_argument("--no-forward", action="store_true",
                         help="skip timing the backend's own forward after the server stops")
     args = parser.parse_args()
@@ -349,8 +390,11 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_first_visit import weights_env  # TORCH_HOME's ImageNet file, else a stand-in of the same shape
 
-    with tempfile.TemporaryDirectory() as home:
-        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1", **weights_env(Path(home))}
+    with tempfile.TemporaryDirectory() as scratch:
+        home = args.home or scratch
+        Path(home).mkdir(parents=True, exist_ok=True)
+        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1",
+               **kept_weights(Path(home), weights_env)}
         if args.backend:
             env["DLGUIDE_KIOSK_BACKEND"] = args.backend
         log_path = Path(home) / "server.log"
@@ -364,7 +408,8 @@ def main() -> int:
                 proc.wait(timeout=30)
         ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
         # the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line names what served the visitors
-        report["booth"] = ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready else "unknown (no 'booth ready' line in the log)"
+        report["booth"] = (ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready
+                           else "unknown (no 'booth ready' line in the log)")
         if ready and not args.no_forward:
             os.environ.update(env)  # the server's weights and DLGUIDE_HOME: its export is reused, not redone
             report["forward"] = forward_cpu(report["booth"], report["batch_histogram"] or {"1": 1})

@@ -13,7 +13,7 @@ from dlguide_core.vision.result_files import classify_timed, results_csv, result
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from ui.backends import backend_selectbox, precision_options
 from ui.booth import hide_in_booth
-from ui.cache import get_backend
+from ui.cache import classify_logits, get_backend
 from ui.evaluation import evaluation_form
 from ui.results import produced_by, show_result
 from ui.slots import timer_slot
@@ -93,9 +93,14 @@ with image_tab:
         st.info("Upload one or more images, take a picture, or pick a sample.")
         st.stop()
 
-    with st.spinner(f"Classifying {len(sources)} image(s)…"):
-        results, run = classify_timed(run_with, sources, weights=weights, backend=backend_name,
-                                      precision=precision, k=top_k)
+    try:
+        with st.spinner(f"Classifying {len(sources)} image(s)…"):
+            results, run = classify_timed(run_with, sources, weights=weights, backend=backend_name,
+                                          precision=precision, k=top_k,
+                                          logits=classify_logits(run_with, backend_name, precision))
+    except DlguideError as exc:  # the shared worker could not answer (it stopped, or the forward failed)
+        st.error(f"Could not classify: {exc}", icon=":material/block:")
+        st.stop()
     measured.record(measured.Measurement(backend_name, precision, run.latency_ms, f"Classify, {len(sources)} image(s)"))
     csv_col, json_col = st.columns(2)
     csv_col.download_button(f"Download results (CSV, {len(results)} image(s))", results_csv(results, run),

@@ -4,7 +4,10 @@ Each session is what a browser tab does, minus the rendering: open /_stcore/stre
 ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it,
 read the result, then tap "Start over". Reports errors, single-session vs
 concurrent latency (p50/p95) and the server's RSS before and after the measured
-classifications. tests/served/test_booth_load.py runs it small; run this for the real numbers:
+classifications, the server's CPU seconds per classification (every process of the server, the measured phase
+only) beside the booth backend's own forward CPU time at the batch sizes the server ran (measured after the
+server stops, same weights and backend), the batch sizes the booth reports to its visitors, and the load average.
+tests/served/test_booth_load.py runs it small; run this for the real numbers:
 
     .venv/bin/python bench/bench_kiosk_load.py --sessions 10 --rounds 50
 """
@@ -16,6 +19,8 @@ import http.cookiejar
 import io
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,6 +47,7 @@ FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_E
 # The booth's widgets as pages/booth.py labels them (Material icons, no emoji: issue 18/24)
 HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
 START_OVER = "button:Start over"
+BATCH_NOTE = re.compile(r"batch of (\d+)")  # the booth's "answered in a batch of N photos" caption
 
 
 @dataclass
@@ -176,8 +182,9 @@ def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
 
 
 def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str],
-            timeout: float = 120.0) -> None:
+            timeout: float = 120.0, batches: list[int] | None = None) -> None:
     """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"."""
+    batches = [] if batches is None else batches
     try:
         with BoothSession(url, timeout=timeout) as session:
             for i in range(rounds):
@@ -186,16 +193,17 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
                 if result.errors or rows != 5 or not any("I think it's a" in b for b in result.markdown):
                     errors.append(f"session {seed} round {i}: rows={rows} {result.errors}")
                 latencies.append(waited)
+                batches.extend(int(m.group(1)) for b in result.markdown for m in BATCH_NOTE.finditer(b))
                 session.start_over()
     except Exception as exc:  # reported, not raised: one failed session must not hide the others
         errors.append(f"session {seed}: {exc!r}")
 
 
-def drive(url: str, sessions: int, rounds: int, seed: int = 0, timeout: float = 120.0
-          ) -> tuple[list[float], list[str]]:
+def drive(url: str, sessions: int, rounds: int, seed: int = 0, timeout: float = 120.0,
+          batches: list[int] | None = None) -> tuple[list[float], list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout))
+    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout, batches))
                for s in range(sessions)]
     for t in threads:
         t.start()
@@ -215,17 +223,26 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     # Warm-up at full concurrency: model load, first inferences, allocator and thread pools at steady state.
     # A fresh server may first export and compile the model (tens of seconds on a loaded CPU): wait longer.
     _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900, timeout=300.0)
+    cpu_start = server_cpu_s(server)
     single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
+    single_cpu = server_cpu_s(server) - cpu_start
     rss_before = server.memory_info().rss
     samples: list[int] = []
     done = threading.Event()
     sampler = threading.Thread(target=sample_rss, args=(server, samples, done), daemon=True)
     sampler.start()
+    gpu: list[float] = []
+    gpu_sampler = threading.Thread(target=sample_gpu, args=(gpu, done), daemon=True)
+    gpu_sampler.start()
+    batches: list[int] = []
+    load_before, cpu_start = os.getloadavg()[0], server_cpu_s(server)
     start = time.perf_counter()
-    many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000)
+    many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000, batches=batches)
     wall = time.perf_counter() - start
+    many_cpu, load_after = server_cpu_s(server) - cpu_start, os.getloadavg()[0]
     done.set()
     sampler.join()
+    gpu_sampler.join()
     rss_after = server.memory_info().rss
     single_p95, many_p95 = percentile(single, 95), percentile(many, 95)
     return {
@@ -235,6 +252,13 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
         "concurrent_p50_s": percentile(many, 50), "concurrent_p95_s": many_p95,
         "p95_ratio": many_p95 / single_p95 if single_p95 else float("nan"),
         "throughput_per_s": len(many) / wall if wall else 0.0,
+        "single_server_cpu_per_classification_s": single_cpu / len(single) if single else float("nan"),
+        "server_cpu_per_classification_s": many_cpu / len(many) if many else float("nan"),
+        # batch size -> how many visitors' answers came from a batch of that size (the booth's caption says it)
+        "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))},
+        "loadavg_1min_before_after": [round(load_before, 2), round(load_after, 2)],
+        # the accelerator's utilisation (%) sampled every 0.5 s over the concurrent phase, where there is one
+        "gpu_utilisation_mean_max": [round(float(np.mean(gpu)), 1), max(gpu)] if gpu else None,
         "rss_before_mb": rss_before / 2**20, "rss_after_mb": rss_after / 2**20,
         "rss_growth": (rss_after - rss_before) / rss_before,
         # RSS at 0, 25, 50, 75 and 100 % of the concurrent phase: a plateau is allocator warm-up, a slope a leak
@@ -242,6 +266,84 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
                              for q in (0, 0.25, 0.5, 0.75, 1.0)] if samples else [],
         "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "default"),
     }
+
+
+def server_cpu_s(server: psutil.Process) -> float:
+    """CPU seconds (user + system) of the server process and every process it started, alive now."""
+    total = 0.0
+    for proc in [server, *server.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8) -> dict:
+    """The booth backend's own forward, in this process with the server stopped: CPU ms per image (process CPU,
+    all threads) and images/s at batch 1 and at each batch size the server ran, plus the images/s it does alone
+    at the batch sizes the server formed (its histogram weighted). `booth_line` is the "booth ready" line's
+    "LABEL · PROVIDER on DEVICE"; the environment is the server's (DLGUIDE_HOME's export is reused)."""
+    from dlguide_core.booth import variant_label
+    from dlguide_core.inference import names, registry
+    from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+    from dlguide_core.vision.models import load_model
+
+    loaded = load_model("imagenet")
+    label = booth_line.split(" · ")[0]
+    backend = None
+    for name, ranked in names.ranking():
+        options = BackendOptions(target=ranked.target, precision=ranked.precision)
+        if name == names.BASELINE:
+            options = BackendOptions()
+        want = names.label(name, ranked.target) + ("" if ranked.precision == "fp32" else f" {ranked.precision}")
+        if want == label or (name == names.BASELINE and label == names.label(name)):
+            backend = registry.prepare_backend(name, loaded, options=options)
+            label = variant_label(backend)
+            break
+    if backend is None:
+        return {"backend": label, "error": "not matched"}
+    sizes = sorted({1, *(int(b) for b in batch_histogram)})
+    rows = {}
+    for size in sizes:
+        batch = sample_batch(loaded, size)
+        backend.run(batch)  # warm-up at this shape
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(iters):
+            backend.run(batch)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        rows[str(size)] = {"cpu_ms_per_image": cpu * 1000 / (iters * size), "batch_wall_ms": wall * 1000 / iters,
+                           "images_per_s": iters * size / wall}
+    counts = {b: n / int(b) for b, n in batch_histogram.items()}  # batches run, from answers per batch size
+    images, seconds = (sum(c * int(b) for b, c in counts.items()),
+                       sum(c * rows[b]["batch_wall_ms"] / 1000 for b, c in counts.items()))
+    return {"backend": label, "by_batch": rows, "alone_images_per_s_at_formed_batches":
+            images / seconds if seconds else rows["1"]["images_per_s"]}
+
+
+def gpu_utilisation() -> float | None:
+    """The busiest GPU's utilisation now (nvidia-smi, else amd-smi/rocm-smi), None where there is none."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        values = [float(v) for v in out.split() if v.replace(".", "", 1).isdigit()]
+        return max(values) if values else None
+    from dlguide_core.smi import smi_readings
+
+    values = [r.utilisation_percent for r in smi_readings() if r.utilisation_percent is not None]
+    return max(values) if values else None
+
+
+def sample_gpu(samples: list[float], done: threading.Event, every_s: float = 0.5) -> None:
+    while not done.wait(every_s):
+        value = gpu_utilisation()
+        if value is None:
+            return  # no GPU tool here
+        samples.append(value)
 
 
 def sample_rss(server: psutil.Process, samples: list[int], done: threading.Event, every_s: float = 1.0) -> None:
@@ -256,11 +358,18 @@ def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.
     proc = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", **env})
     try:  # the launcher prepares the booth (ONNX export) before opening the port
-        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=600)
+        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=1800)
     except (RuntimeError, TimeoutError):
         proc.kill()
         raise
     return proc
+
+
+def kept_weights(home: Path, weights_env) -> dict[str, str]:
+    """`weights_env` once per DLGUIDE_HOME: a kept --home reuses its stand-in weights (and so its export)."""
+    if (home / "torch_home").is_dir():
+        return {"TORCH_HOME": str(home / "torch_home")}
+    return weights_env(home)
 
 
 def main() -> int:
@@ -270,6 +379,11 @@ def main() -> int:
     parser.add_argument("--single-rounds", type=int, default=20)
     parser.add_argument("--backend", default=None,
                         help="DLGUIDE_KIOSK_BACKEND for the served booth (default: the environment's, else auto)")
+    parser.add_argument("--home", default=None,
+                        help="DLGUIDE_HOME to use and keep (its ONNX export is reused by the next run); default a "
+                             "fresh temporary one")
+    parser.add_argument("--no-forward", action="store_true",
+                        help="skip timing the backend's own forward after the server stops")
     args = parser.parse_args()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -277,8 +391,11 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_first_visit import weights_env  # TORCH_HOME's ImageNet file, else a stand-in of the same shape
 
-    with tempfile.TemporaryDirectory() as home:
-        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1", **weights_env(Path(home))}
+    with tempfile.TemporaryDirectory() as scratch:
+        home = args.home or scratch
+        Path(home).mkdir(parents=True, exist_ok=True)
+        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1",
+               **kept_weights(Path(home), weights_env)}
         if args.backend:
             env["DLGUIDE_KIOSK_BACKEND"] = args.backend
         log_path = Path(home) / "server.log"
@@ -289,10 +406,23 @@ def main() -> int:
                                   single_rounds=args.single_rounds)
             finally:
                 proc.terminate()
-                proc.wait(timeout=30)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:  # a loaded box: the report counts, not a graceful exit
+                    proc.kill()
+                    proc.wait(timeout=30)
         ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
-    # the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line names what served the visitors
-    report["booth"] = ready[0].split(": ", 1)[-1] if ready else "unknown (no 'booth ready' line in the log)"
+        # the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line names what served the visitors
+        report["booth"] = (ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready
+                           else "unknown (no 'booth ready' line in the log)")
+        if ready and not args.no_forward:
+            os.environ.update(env)  # the server's weights and DLGUIDE_HOME: its export is reused, not redone
+            report["forward"] = forward_cpu(report["booth"], report["batch_histogram"] or {"1": 1})
+            fwd = report["forward"].get("by_batch", {}).get("1", {}).get("cpu_ms_per_image")
+            if fwd is not None:
+                report["server_cpu_minus_forward_ms"] = report["server_cpu_per_classification_s"] * 1000 - fwd
+                report["single_server_cpu_minus_forward_ms"] = (
+                    report["single_server_cpu_per_classification_s"] * 1000 - fwd)
     print(json.dumps({**report, "errors": report["errors"][:10]}, indent=2))
     return 0 if not report["errors"] else 1
 

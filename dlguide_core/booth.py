@@ -7,8 +7,8 @@ Visitor images are only ever held in memory: nothing in this module writes a fil
 
 from __future__ import annotations
 
+import io
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.inference.batching import BatchLimits, InferenceWorker
 from dlguide_core.vision.classify import Prediction, forward_slot, top_k
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
@@ -37,24 +38,31 @@ Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> 
 class Predictor:
     """How the booth runs the model: a backend name, the device it runs on, and its forward.
 
-    One predictor is shared by every visitor; `lock` lets one forward (or Grad-CAM) run at a
-    time: concurrent forwards on one device only fight over its cores and multiply peak
-    memory, so queueing keeps latency fair and the server's memory flat all day.
+    One predictor is shared by every visitor; its `worker` (inference.batching) runs the forward for all of them:
+    the photos of visitors who tap at the same time go through the model as one batch, in one thread that holds
+    one of the process's forward slots per batch (DLGUIDE_MAX_FORWARDS), so visitors never queue one by one and
+    the server's memory stays flat (one batch's activations at a time).
     """
 
     backend: str
     device: str
     logits: Logits = field(repr=False, compare=False)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     why: str = ""  # how the backend was chosen (the measured ranking, when there was one)
+    worker: InferenceWorker = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        worker = InferenceWorker(self.logits, BatchLimits.from_env(), name="booth", gate=forward_slot)
+        object.__setattr__(self, "worker", worker)  # frozen: set once, here
 
 
 @dataclass(frozen=True)
 class TimedPrediction:
     top: tuple[Prediction, ...]
-    latency_ms: float  # preprocessing + forward + softmax/top-k of this one image (not time queued for the lock)
+    latency_ms: float  # preprocessing + the forward of its batch + softmax/top-k (not the time queued)
     backend: str
     device: str
+    batch_size: int = 1  # the photos (this visitor's and others') in the forward that answered it
+    queued_ms: float = 0.0  # waiting for that forward to start (other visitors' batches before it)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,14 @@ class AttractItem:
     name: str
     image: Image.Image = field(repr=False, compare=False)
     top: tuple[Prediction, ...]
+    jpeg: bytes = field(default=b"", repr=False, compare=False)  # `image` encoded once: every tick shows these
+
+
+def jpeg_bytes(image: Image.Image, quality: int = 90) -> bytes:
+    """`image` as JPEG bytes, for a picture shown many times (encoded once, never per rerun)."""
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
 
 
 def idle_seconds() -> float:
@@ -72,6 +88,13 @@ def idle_seconds() -> float:
     except ValueError:
         return DEFAULT_IDLE_S
     return value if value > 0 else DEFAULT_IDLE_S
+
+
+def idle_check_s(idle_s: float) -> float:
+    """How often an open screen with a visitor's photo checks for the idle reset: a sixth of the idle time, at
+    least 1 s (a 60 s reset comes 60-70 s after the last tap). Each check is a script run in the server for every
+    open tab, so a check a second (the old countdown) made idle tabs cost the visitors' throughput."""
+    return max(1.0, idle_s / 6)
 
 
 def seconds_left(last_active: float, now: float, idle_s: float) -> float:
@@ -202,16 +225,15 @@ def backend_device(backend: Backend, loaded: LoadedModel) -> str:
 
 
 def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image, k: int = 5) -> TimedPrediction:
-    """Top-k of one image with `predictor`, timed from preprocessing to top-k."""
+    """Top-k of one image with `predictor`, in a batch with the other visitors' photos of the moment; timed from
+    preprocessing to top-k, the time queued for the worker reported apart."""
     start = time.perf_counter()
-    batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop)
-    prepared = time.perf_counter()
-    with predictor.lock, forward_slot():  # the process-wide gate too: the full app's other pages share it
-        began = time.perf_counter()
-        logits = predictor.logits(batch)
-    top = top_k(logits, loaded.class_names, k)[0]
-    latency_ms = ((prepared - start) + (time.perf_counter() - began)) * 1000  # time queued for the lock excluded
-    return TimedPrediction(top, latency_ms, predictor.backend, predictor.device)
+    batch = preprocess([image], loaded.preset)  # (1, 3, crop, crop), in the visitor's own thread
+    answer = predictor.worker.infer(batch)
+    top = top_k(answer.logits, loaded.class_names, k)[0]
+    latency_ms = (time.perf_counter() - start) * 1000 - answer.queued_ms
+    return TimedPrediction(top, latency_ms, predictor.backend, predictor.device, answer.batch_size,
+                           answer.queued_ms)
 
 
 def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list[AttractItem]:
@@ -219,7 +241,9 @@ def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list
     items = []
     for name, path in bundled_samples().items():
         image = load_image(path)
-        items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top))
+        shown = image.copy()
+        shown.thumbnail((480, 480))  # the attract column is never wider: less to encode once, send each tick
+        items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top, jpeg_bytes(shown)))
     return items
 
 

@@ -49,3 +49,28 @@ def inside(path: str | Path, base: str | Path) -> bool:
 
 def booth_mode() -> bool:
     return os.environ.get("DLGUIDE_KIOSK", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+# Cross-visitor batching (dlguide_core.inference.batching): the defaults are measured with bench/bench_kiosk_load.py
+# (docs/BENCHMARKS.md, the booth under a crowd).
+DEFAULT_MAX_BATCH = 16
+DEFAULT_BATCH_WAIT_MS = 0.0
+
+
+def max_batch() -> int:
+    """DLGUIDE_MAX_BATCH: the most rows one inference worker runs in one forward (default 16; a value that is not
+    a positive whole number means the default)."""
+    raw = os.environ.get("DLGUIDE_MAX_BATCH", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_BATCH
+
+
+def batch_wait_ms() -> float:
+    """DLGUIDE_BATCH_WAIT_MS: how long a worker holds the oldest request for others to fill its batch (default 0:
+    requests that arrive during a forward already form the next batch; a value that is not a number >= 0 means
+    the default)."""
+    raw = os.environ.get("DLGUIDE_BATCH_WAIT_MS", "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_BATCH_WAIT_MS
+    except ValueError:
+        return DEFAULT_BATCH_WAIT_MS
+    return value if 0 <= value <= 10_000 else DEFAULT_BATCH_WAIT_MS

@@ -65,9 +65,10 @@ if visitor is None:
     attract_view(attract_items(loaded, runner), attract_slot)
 if photo is not None:
     with restart_slot:
-        if st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:"):
-            reset_visitor()
-            st.rerun()
+        # A callback: the photo is dropped before the tap's run, which then draws the fresh screen (one run, not
+        # a run that draws the old screen and a second one after st.rerun()).
+        st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:",
+                  on_click=reset_visitor)
     st.session_state["kiosk_last_active"] = time.monotonic()  # the countdown starts once the answer is shown
     idle_watchdog(booth.idle_seconds(), countdown_slot)
 if visitor is not None:

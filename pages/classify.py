@@ -15,7 +15,7 @@ from dlguide_core.vision.result_files import classify_timed, results_csv, result
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog
 from ui.backends import backend_selectbox, precision_options
 from ui.booth import hide_in_booth
-from ui.cache import get_backend
+from ui.cache import classify_logits, get_backend
 from ui.evaluation import evaluation_form
 from ui.kept_results import ClassifyInput, classified_once, images_digest
 from ui.results import produced_by, show_result
@@ -98,9 +98,14 @@ with image_tab:
 
     # Kept per input: a download click (a rerun) gives the file of the result on screen, without a new forward.
     kept_for = ClassifyInput(images_digest(sources), weights, loaded.fingerprint, backend_name, precision, top_k)
-    with st.spinner(f"Classifying {len(sources)} image(s)…"):
-        kept = classified_once(kept_for, partial(classify_timed, run_with, sources, weights=weights,
-                                                 backend=backend_name, precision=precision, k=top_k))
+    try:
+        with st.spinner(f"Classifying {len(sources)} image(s)…"):
+            kept = classified_once(kept_for, partial(classify_timed, run_with, sources, weights=weights,
+                                                     backend=backend_name, precision=precision, k=top_k,
+                                                     logits=classify_logits(run_with, backend_name, precision)))
+    except DlguideError as exc:  # the shared worker could not answer (it stopped, or the forward failed)
+        st.error(f"Could not classify: {exc}", icon=":material/block:")
+        st.stop()
     results, run = list(kept.results), kept.run
     if kept.fresh:
         measured.record(measured.Measurement(backend_name, precision, run.latency_ms,

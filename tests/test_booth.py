@@ -11,7 +11,7 @@ from PIL import Image
 
 from dlguide_core import booth
 from dlguide_core.errors import DlguideError
-from dlguide_core.vision.classify import classify_images, predict_logits
+from dlguide_core.vision.classify import classify_images, forward_slot, predict_logits
 from dlguide_core.vision.models import LoadedModel, build_model
 from dlguide_core.vision.presets import EvalPreset
 from dlguide_core.vision.samples import bundled_samples
@@ -64,11 +64,18 @@ def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel)
     runner = booth.Predictor("instant", "CPU", lambda batch: torch.zeros(batch.shape[0], 6))
     image = Image.new("RGB", (160, 160), (200, 20, 20))
     start = time.perf_counter()
-    runner.lock.acquire()
-    threading.Timer(4.0, runner.lock.release).start()  # another visitor's forward holds the model for 4 s
+    held = threading.Event()
+
+    def other_visitor() -> None:  # another forward holds the process's only forward slot for 4 s
+        with forward_slot():
+            held.set()
+            time.sleep(4.0)
+    threading.Thread(target=other_visitor).start()
+    assert held.wait(30)
     queued = booth.predict_timed(small, runner, image)
     assert time.perf_counter() - start >= 3.9
     assert queued.latency_ms < 3000  # the wait is not this prediction's latency (a small forward: far less)
+    assert queued.queued_ms >= 3000 and queued.batch_size == 1  # it is reported apart
 
 
 def test_attract_items_cover_the_bundled_samples(small: LoadedModel) -> None:

@@ -52,12 +52,16 @@ VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not vis
 @dataclass(frozen=True)
 class Visitor:
     """A visitor's photo (decoded at the model's size, never the full resolution), its prediction
-    (booth.TimedPrediction) and, once asked for, its Grad-CAM: session memory only."""
+    (booth.TimedPrediction) and, once asked for, its Grad-CAM: session memory only. The pictures shown are
+    encoded once per visitor (`*_jpeg`), never again on a rerun."""
 
     digest: str
     image: Image.Image = field(repr=False, compare=False)
     result: TimedPrediction
     cam: GradCam | None = field(default=None, repr=False, compare=False)
+    photo_jpeg: bytes = field(default=b"", repr=False, compare=False)
+    view_jpeg: bytes = field(default=b"", repr=False, compare=False)  # what the model sees
+    cam_jpeg: bytes = field(default=b"", repr=False, compare=False)
 
 
 def hide_in_booth() -> None:
@@ -110,13 +114,15 @@ def reset_visitor() -> None:
 
 
 def idle_watchdog(idle_s: float, slot: TimerSlot) -> None:
-    """The idle countdown, redrawn every second in `slot` while this run shows the visitor's photo."""
+    """The idle reset, checked in `slot` every `booth.idle_check_s` while this run shows the visitor's photo (not
+    every second: an open tab costs a tick's Python, so ticks are few; the caption says the rule, not a count)."""
+    from dlguide_core import booth
+
     slot.claim("countdown")
     with slot.container:
-        _countdown(idle_s, slot)
+        st.fragment(run_every=booth.idle_check_s(idle_s))(_countdown)(idle_s, slot)
 
 
-@st.fragment(run_every=1.0)
 def _countdown(idle_s: float, slot: TimerSlot) -> None:
     from dlguide_core import booth
 
@@ -126,7 +132,7 @@ def _countdown(idle_s: float, slot: TimerSlot) -> None:
     if left <= 0:
         reset_visitor()
         st.rerun(scope="app")
-    st.caption(f":material/hourglass_top: This screen clears itself {left:.0f} s after your last tap.")
+    st.caption(f":material/hourglass_top: This screen clears itself {idle_s:.0f} s after your last tap.")
 
 
 def attract_view(items: list, slot: TimerSlot) -> None:
@@ -141,7 +147,7 @@ def attract_view(items: list, slot: TimerSlot) -> None:
 
         item = items[booth.attract_index(time.time(), len(items))]
         left, right = st.columns([1, 2])
-        left.image(item.image, caption=f"Example: {sample_title(item.name)}", width="stretch")
+        left.image(item.jpeg, caption=f"Example: {sample_title(item.name)}", width="stretch", output_format="JPEG")
         with right:
             st.markdown("### Show the camera something, or upload a photo!")
             st.markdown(bars_html(item.top), unsafe_allow_html=True)
@@ -156,7 +162,7 @@ def run_name(job) -> str:
     return job.name or f"{job.recipe}, started {time.strftime('%H:%M', time.localtime(job.created))}"
 
 
-@st.fragment(run_every=2.0)
+@st.fragment(run_every=5.0)  # a training step's loss moves slowly; every open tab pays each tick
 def loss_ticker(job_id: str, name: str, slot: TimerSlot) -> None:
     from dlguide_core.errors import StoreError
     from ui.cache import existing_job_store
@@ -218,8 +224,10 @@ def visitor_photo() -> tuple[str, bytes] | None:
 def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
     """The visitor's image and prediction, computed once per photo and kept in session memory."""
     from dlguide_core import booth
-    from dlguide_core.errors import ImageError
+    from dlguide_core.errors import DlguideError
+    from dlguide_core.vision.gradcam import model_view
     from dlguide_core.vision.images import load_image
+    from dlguide_core.vision.presets import preprocess
 
     digest = hashlib.sha256(data).hexdigest()
     visitor = st.session_state.get("kiosk_visitor")
@@ -227,15 +235,20 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
         return visitor
     try:
         image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
-    except ImageError as exc:
+        result = booth.predict_timed(loaded, runner, image)
+    except DlguideError as exc:  # a bad image, or the worker could not answer: this visitor only, in one line
         st.error(str(exc), icon=":material/block:")
         return None
-    visitor = Visitor(digest, image, booth.predict_timed(loaded, runner, image))
+    view = model_view(preprocess([image], loaded.preset), loaded.preset)
+    # Encoded once here, in this visitor's thread; st.image passes JPEG bytes on as they are on every rerun.
+    visitor = Visitor(digest, image, result, photo_jpeg=booth.jpeg_bytes(image), view_jpeg=booth.jpeg_bytes(view))
     st.session_state["kiosk_visitor"] = visitor
     return visitor
 
 
 def show_visitor(loaded, runner, visitor: Visitor) -> None:
+    from dlguide_core import booth
+    from dlguide_core.errors import DlguideError
     from dlguide_core.vision.gradcam import grad_cam
 
     result = visitor.result
@@ -247,14 +260,18 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
     a.metric("This prediction took", f"{result.latency_ms:.0f} ms")
     b.metric("Ran on", result.device)
     c.metric("Backend", readable_backend(result.backend))
+    st.caption(batch_note(result))
     if st.toggle(":material/local_fire_department: Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
         if visitor.cam is None:
-            with runner.lock:  # one model computation at a time, as for predictions
-                cam = grad_cam(loaded, visitor.image, class_index=top.index)
-            visitor = st.session_state["kiosk_visitor"] = replace(visitor, cam=cam)
-        else:
-            cam = visitor.cam
-        st.image(cam.overlay, caption=heatmap_caption(top.label, loaded.trained), width="stretch")
+            try:  # in the booth's worker, between two batches: others' predictions wait at most this one
+                cam = runner.worker.call(lambda: grad_cam(loaded, visitor.image, class_index=top.index))
+            except DlguideError as exc:
+                st.error(str(exc), icon=":material/block:")
+                return
+            visitor = replace(visitor, cam=cam, cam_jpeg=booth.jpeg_bytes(cam.overlay))  # encoded once
+            st.session_state["kiosk_visitor"] = visitor
+        st.image(visitor.cam_jpeg, caption=heatmap_caption(top.label, loaded.trained), width="stretch",
+                 output_format="JPEG")
 
 
 def heatmap_caption(label: str, trained: bool) -> str:
@@ -270,17 +287,22 @@ def readable_backend(backend: str) -> str:
     return backend.replace("ExecutionProvider", "")
 
 
-def how_it_works(loaded, visitor: Visitor) -> None:
-    from dlguide_core.vision.gradcam import model_view
-    from dlguide_core.vision.presets import preprocess
+def batch_note(result: TimedPrediction) -> str:
+    """Whose photos shared the model's run with this one (the load bench reads "batch of N")."""
+    if result.batch_size <= 1:
+        return "The model ran on your photo alone."
+    return (f"The model ran on your photo in a batch of {result.batch_size} photos from visitors at this booth "
+            f"(waited {result.queued_ms:.0f} ms for its turn).")
 
+
+def how_it_works(loaded, visitor: Visitor) -> None:
     st.subheader("How it works")
     preset = loaded.preset
     one, two, three = st.columns(3)
-    one.image(visitor.image, caption="1 · Your photo", width="stretch")
-    view = model_view(preprocess([visitor.image], preset), preset)
-    two.image(view, caption=f"2 · What the model sees: resized to {preset.resize}, centre-cropped to "
-                            f"{preset.crop}×{preset.crop}, colours normalised", width="stretch")
+    one.image(visitor.photo_jpeg, caption="1 · Your photo", width="stretch", output_format="JPEG")
+    two.image(visitor.view_jpeg, caption=f"2 · What the model sees: resized to {preset.resize}, centre-cropped to "
+                                         f"{preset.crop}×{preset.crop}, colours normalised", width="stretch",
+              output_format="JPEG")
     top = visitor.result.top[0]
     three.markdown(f"**3 · The answer**\n\n### {html.escape(top.label)}\n\n{top.prob:.0%} sure, "
                    f"out of the {len(loaded.class_names)} things it knows.")

@@ -8,6 +8,7 @@ Cached objects are never mutated after caching. serve.py fills the booth's entri
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import streamlit as st
@@ -113,6 +114,22 @@ def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel, 
 def attract_items(loaded: LoadedModel, runner) -> list:
     """The bundled samples with their predictions, computed once per model and backend."""
     return _cached_attract_items(loaded.fingerprint, runner.backend, loaded, runner)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _cached_worker(fingerprint: str, backend: str, precision: str, _run_with: LoadedModel):
+    from dlguide_core.inference.batching import BatchLimits, InferenceWorker
+    from dlguide_core.vision.classify import forward_slot, predict_logits
+
+    return InferenceWorker(functools.partial(predict_logits, _run_with), BatchLimits.from_env(),
+                           name="classify", gate=forward_slot)
+
+
+def classify_logits(run_with: LoadedModel, backend: str, precision: str):
+    """The forward the Classify page runs its images through: one batching worker per model and backend, shared
+    by every session (their images go through the model together), as the booth's predictor is."""
+    worker = _cached_worker(run_with.fingerprint, backend, precision, run_with)
+    return lambda batch: worker.infer(batch).logits
 
 
 # ---------------------------------------------------------------- the job store

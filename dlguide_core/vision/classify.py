@@ -1,10 +1,11 @@
 """Batched top-k classification with softmax probabilities, and the process-wide gate on model forwards.
 
-Every live forward of a served app goes through `forward_slot()` (`predict_logits`, Grad-CAM, the booth's
-predictions): at most DLGUIDE_MAX_FORWARDS (default 1) run at once in a process, the others wait. On one
+Every live forward of a served app goes through `forward_slot()` (`predict_logits`, Grad-CAM, the batches of an
+inference worker): at most DLGUIDE_MAX_FORWARDS (default 1) run at once in a process, the others wait. On one
 device, concurrent forwards only split its cores (torch already uses all of them for one) while each holds
 its own activations, so four visitors' simultaneous Inception v3 forwards cost four times the memory for
-no throughput (issue 18: the full app's peak under 4 uploading sessions).
+no throughput (issue 18: the full app's peak under 4 uploading sessions). A served model's visitors do not queue
+here one by one: its worker (inference.batching) runs all their photos as one batch, which takes one slot.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,6 +63,7 @@ def top_k(logits: torch.Tensor, class_names: Sequence[str], k: int = 5) -> list[
 
 
 DEFAULT_MAX_FORWARDS = 1  # model forwards running at once in one process (a server's visitors share it)
+Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> (B, C) float32 logits on the CPU
 
 
 class ForwardGate:
@@ -117,29 +119,31 @@ def predict_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
 
 
 def classify_images(loaded: LoadedModel, images: Sequence[Image.Image], *, k: int = 5,
-                    batch_size: int = 32) -> list[tuple[Prediction, ...]]:
-    """RGB images -> top-k per image, run in batches of `batch_size`."""
+                    batch_size: int = 32, logits: Logits | None = None) -> list[tuple[Prediction, ...]]:
+    """RGB images -> top-k per image, run in batches of `batch_size`; `logits` runs the forward (default
+    `predict_logits` here; a served page passes its model's batching worker, shared with other sessions)."""
+    forward = logits or functools.partial(predict_logits, loaded)
     results: list[tuple[Prediction, ...]] = []
     for start in range(0, len(images), batch_size):
         batch = preprocess(images[start:start + batch_size], loaded.preset)
-        results.extend(top_k(predict_logits(loaded, batch), loaded.class_names, k))
+        results.extend(top_k(forward(batch), loaded.class_names, k))
     return results
 
 
 def classify_sources(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]], *,
-                     k: int = 5, batch_size: int = 32) -> list[ImageResult]:
+                     k: int = 5, batch_size: int = 32, logits: Logits | None = None) -> list[ImageResult]:
     """(name, bytes-or-path) pairs -> one ImageResult each, in order; bad files get an error, not an exception.
 
     Sources are decoded one batch at a time, each straight to the size the model's preset needs, so
     `batch_size` bounds the decoded pixels held at once (plus the small images kept for display)."""
     results: list[ImageResult] = []
     for start in range(0, len(sources), batch_size):
-        results.extend(_classify_batch(loaded, sources[start:start + batch_size], k))
+        results.extend(_classify_batch(loaded, sources[start:start + batch_size], k, logits))
     return results
 
 
 def _classify_batch(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]],
-                    k: int) -> list[ImageResult]:
+                    k: int, logits: Logits | None = None) -> list[ImageResult]:
     results = [ImageResult(name) for name, _ in sources]
     decoded: list[tuple[int, Image.Image]] = []
     for i, (name, source) in enumerate(sources):
@@ -148,7 +152,7 @@ def _classify_batch(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | st
         except ImageError as exc:
             results[i] = ImageResult(name, error=str(exc))
     if decoded:
-        tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=len(decoded))
+        tops = classify_images(loaded, [img for _, img in decoded], k=k, batch_size=len(decoded), logits=logits)
         for (i, img), top in zip(decoded, tops):
             results[i] = ImageResult(results[i].image, top=top, decoded=img)
     return results

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dlguide_core import csv_cells
-from dlguide_core.vision.classify import ImageResult, classify_sources
+from dlguide_core.vision.classify import ImageResult, Logits, classify_sources
 from dlguide_core.vision.models import LoadedModel
 
 RESULT_COLUMNS = ("image", "rank", "label", "index", "probability")
@@ -42,10 +42,10 @@ class RunInfo:
 
 def classify_timed(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | str | Path]], *, weights: str,
                    backend: str, precision: str = "fp32", k: int = 5,
-                   batch_size: int = 32) -> tuple[list[ImageResult], RunInfo]:
+                   batch_size: int = 32, logits: Logits | None = None) -> tuple[list[ImageResult], RunInfo]:
     """`classify_sources`, timed: the results and the RunInfo that goes with them."""
     start = time.perf_counter()
-    results = classify_sources(loaded, sources, k=k, batch_size=batch_size)
+    results = classify_sources(loaded, sources, k=k, batch_size=batch_size, logits=logits)
     per_image_ms = (time.perf_counter() - start) * 1000 / max(1, len(sources))
     return results, RunInfo(weights, backend, precision, per_image_ms)
 

@@ -43,7 +43,8 @@ def fake_migraphx(monkeypatch: pytest.MonkeyPatch) -> FakeMigraphx:
 
 
 GPU = BackendOptions(target="gpu")
-DESCRIBE_KEYS = ("backend", "title", "provider", "precision", "batch_size", "setup_s", "onnx", "export_s")
+DESCRIBE_KEYS = ("backend", "title", "provider", "precision", "batch_size", "setup_s", "onnx", "export_s",
+                 "export_made_s")  # keys are only ever added (issue 31: how long this server took to export)
 
 
 def _status(name: str, options: BackendOptions | None = None):

@@ -71,7 +71,8 @@ def test_jobs_show_json_keeps_its_keys(capsys) -> None:
     shown = json.loads(capsys.readouterr().out)
     job_keys = ["id", "recipe", "framework", "config", "status", "pid", "slot", "created", "started", "finished",
                 "error", "checkpoint", "checkpoint_step", "total_steps", "epochs", "class_names", "cancel_requested",
-                "attempts", "executor", "external_id", "owner", "host", "boot_id", "name", "tags", "skipped_files"]
+                "attempts", "executor", "external_id", "owner", "host", "boot_id", "name", "tags", "skipped_files",
+                "restarts", "restart_note"]  # issue 32: keys are only ever added
     assert list(shown) == job_keys + ["scheduler", "planned_epochs", "last_step", "per_class_accuracy", "warnings"]
     assert shown["epochs"] == [{"epoch": 0, "train_loss": 1.0, "val_loss": 2.0, "top1": 40.0, "top5": 80.0,
                                 "time": shown["epochs"][0]["time"]}]  # `epochs`: Job's count replaced by the rows

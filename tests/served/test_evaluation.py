@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -61,7 +62,8 @@ def test_an_evaluation_tick_after_another_weights_pick_keeps_the_page(app_server
 
     data = write_toy_dataset(tmp_path / "roots" / "toy", classes=3, per_class=1, val_per_class=4)
     store = JobStore()
-    checkpoint = str(store.get(finished_job(store, data, 0.01, 40.0)).checkpoint)
+    trained = finished_job(store, data, 0.01, 40.0)
+    checkpoint = str(store.get(trained).checkpoint)
     evaluating = queue.submit(store, EVALUATE_RECIPE, EvaluateConfig(weights=checkpoint, data=str(data)),
                               claim_pid=os.getpid())  # running in this process: its progress polls
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"))
@@ -73,7 +75,7 @@ def test_an_evaluation_tick_after_another_weights_pick_keeps_the_page(app_server
     try:
         page.goto(url.link())  # Classify, on ImageNet weights that are not there: the page says what to pick
         page.get_by_text("Meanwhile, pick").wait_for(timeout=90_000)
-        _pick_weights(page, f"checkpoint: {checkpoint}")
+        _pick_weights(page, re.compile(re.escape(f"({trained})")))  # "checkpoint of <run> (<job id>)"
         progress.wait_for(state="attached", timeout=60_000)
         late.arm()
         _pick_weights(page, "none (untrained, random init)")

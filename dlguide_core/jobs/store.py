@@ -4,7 +4,8 @@ Writers: the job process (through StoreSink) and whoever submits, cancels or res
 Readers: the Train page, the CLI, other tools; any number of processes at once (WAL, or the server).
 A job whose process died without saying so is marked `interrupted` whenever the
 store is read (`refresh`), with the reason when it can be known (jobs.liveness).
-Each job's metrics live in the same database (jobs.metric_tables, JobStore's base).
+Each job's metrics live in the same database (jobs.metric_tables, JobStore's base); a scheduler's restarts of
+its own jobs are jobs.requeues.
 The job record itself is jobs.job; the connection, its backends and the schema's versions are
 jobs.database, jobs.dialect and jobs.schema.
 """
@@ -35,18 +36,8 @@ from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, im
     log_path,
     row_to_job,
 )
-from dlguide_core.jobs.metric_tables import MetricTables
+from dlguide_core.jobs.requeues import SchedulerRestarts
 from dlguide_core.jobs.store_url import DB_FILE, StoreUrl
-
-# A scheduler's restart of its own job (JobStore.take_back); a restart the job did not see coming (its node died
-# without a word) gets LOST_NOTE and the checkpoint step it resumes from.
-LOST_NOTE = "stopped without a word (a lost node?) past checkpoint step "
-TAKE_BACK_SQL = (
-    "UPDATE jobs SET status = 'running', started = ?, error = NULL, finished = NULL, pid = ?, pid_started = ?, "
-    "host = ?, boot_id = ?, attempts = attempts + 1, restarts = restarts + 1, restart_note = CASE WHEN status = "
-    "'queued' AND restart_note IS NOT NULL THEN restart_note ELSE CAST(? AS TEXT) || "
-    "CAST(coalesce(checkpoint_step, 0) AS TEXT) END WHERE id = ? AND external_id = ? AND status IN "
-    "('queued', 'running', 'interrupted') AND cancel_requested = 0")
 
 
 def _is_json_object(text: str | None) -> bool:
@@ -67,7 +58,7 @@ def open_store(url: str | Path | StoreUrl | None = None, *, upgrade: bool = Fals
     return JobStore(url, upgrade=upgrade)
 
 
-class JobStore(MetricTables):
+class JobStore(SchedulerRestarts):
     """One store (see open_store); safe to use from several threads (one lock) and processes."""
 
     def create(self, recipe: str, framework: str, config: dict[str, Any], *, owner: str | None = None,
@@ -211,30 +202,6 @@ class JobStore(MetricTables):
         else:
             raise JobError(f"job {job_id} is {job.status}; only queued or running jobs can be cancelled")
         return self.get(job_id, refresh=False)
-
-    def requeued(self, job_id: str, note: str) -> bool:
-        """The scheduler runs this same job again (Slurm's requeue): back to queued, its scheduler id kept, so
-        that the next run takes it over (`take_back`) and a `resume` is refused meanwhile. `note` says what stopped
-        it ("preempted at step 120"). False when the job had already ended otherwise (a cancel won)."""
-        with self._tx() as db:
-            return db.execute("UPDATE jobs SET status = 'queued', error = NULL, finished = NULL, pid = NULL, "
-                              "restart_note = ? WHERE id = ? AND status IN ('running', 'interrupted') "
-                              "AND cancel_requested = 0", (note, job_id)).rowcount == 1
-
-    def take_back(self, job_id: str, pid: int, external_id: str) -> Job:
-        """A scheduler's restart of the job it already ran (same `external_id`): -> running in `pid`, one more
-        restart counted. Taken from queued (a requeue the job saw coming), running or interrupted (a node that
-        died without a word: the scheduler runs a job id once at a time). JobError when the job is no longer
-        this scheduler job's (resumed as a new one, cancelled, finished)."""
-        host, boot_id = liveness.process_identity()
-        args = (time.time(), pid, liveness.process_start(pid), host, boot_id, LOST_NOTE, job_id, external_id)
-        with self._tx() as db:
-            done = db.execute(TAKE_BACK_SQL, args).rowcount == 1
-        job = self.get(job_id, refresh=False)
-        if not done:
-            raise JobError(f"job {job_id} is {job.status}" + (
-                "" if job.external_id == external_id else f" as scheduler job {job.external_id or '(none)'}"))
-        return job
 
     def cancel_requested(self, job_id: str) -> bool:
         rows = self._rows("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,))

@@ -5,6 +5,7 @@ what serve.py installs in front of Streamlit's Runtime and upload store."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -33,6 +34,25 @@ class FakeRuntime:
 
     def handle_backmsg(self, session_id: str, msg: BackMsg, *, client=None) -> None:
         self.handled.append((session_id, msg))
+
+
+def run_in_own_loop(coroutine_function) -> None:
+    """asyncio.run in a thread of its own: the browser tests' Playwright (sync API) keeps an event loop running in
+    the main thread for the rest of the session, where asyncio.run refuses to start."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(coroutine_function())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the policy's loop did not finish"
+    if failures:
+        raise failures[0]
 
 
 def rerun(query: str, fragment: str = "") -> BackMsg:
@@ -71,7 +91,7 @@ def test_a_rerun_flood_runs_one_script_at_a_time_and_the_newest_state_still_arri
         policy.finished("s1")
         assert len(delivered) == 7 and policy.delivered == 7 and policy.held == 97
 
-    asyncio.run(flood())
+    run_in_own_loop(flood)
 
 
 def test_a_run_whose_end_is_never_seen_does_not_hold_the_session_for_ever() -> None:
@@ -87,7 +107,7 @@ def test_a_run_whose_end_is_never_seen_does_not_hold_the_session_for_ever() -> N
                 break
             await asyncio.sleep(0.1)
 
-    asyncio.run(lost_finish())
+    run_in_own_loop(lost_finish)
     assert delivered == ["first", "second"]
 
 

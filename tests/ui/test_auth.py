@@ -41,15 +41,15 @@ def test_named_providers_get_a_button_each() -> None:
 
 
 def test_a_signed_in_user_gets_the_pages_and_their_name() -> None:
-    at = app({"is_logged_in": True, "email": "alice@example.org", "sub": "alice"}).run()
+    at = app({"is_logged_in": True, "email": "alice@example.org", "email_verified": True, "sub": "alice"}).run()
     assert "Classify with Inception v3" in titles(at)
-    assert "Signed in as **alice@example.org**" in [c.value for c in at.sidebar.caption]
+    assert "Signed in as `oidc:alice@example.org`" in [c.value for c in at.sidebar.caption]  # issue 33, N5
     assert "Log out" in [b.label for b in at.sidebar.button]
 
 
 def test_without_an_email_the_subject_names_the_user() -> None:
-    at = app({"is_logged_in": True, "sub": "u-123"}).run()
-    assert "Signed in as **u-123**" in [c.value for c in at.sidebar.caption]
+    at = app({"is_logged_in": True, "sub": "u-123", "iss": "https://idp.example"}).run()
+    assert "Signed in as `oidc:https://idp.example#u-123`" in [c.value for c in at.sidebar.caption]  # issuer+subject
 
 
 def test_without_an_auth_section_nobody_signs_in() -> None:

@@ -152,8 +152,14 @@ def test_uploads_are_capped_per_session_and_per_server() -> None:
 def test_an_upload_no_run_reads_is_dropped() -> None:
     """N4: a file uploaded and never read by a script run (no widget took it) goes; one that a run read stays."""
     store = CappedUploads("/_stcore/upload_file", unclaimed_s=0.3)
-    store.add_file(*record("s1", "unused", MIB))
-    store.add_file(*record("s1", "used", MIB))
+
+    def upload() -> None:  # as the server's upload route would, but with no event loop in this thread: after the
+        store.add_file(*record("s1", "unused", MIB))  # browser tests the main thread holds Playwright's loop,
+        store.add_file(*record("s1", "used", MIB))  # which nobody runs here, so a call_later there never fires
+
+    uploader = threading.Thread(target=upload)
+    uploader.start()
+    uploader.join()
     assert [f.file_id for f in store.get_files("s1", ["used"])] == ["used"]  # the uploader widget's read
     wait_for(lambda: store.dropped == 1, timeout=30)
     time.sleep(0.5)

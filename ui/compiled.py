@@ -279,7 +279,8 @@ def _bench_status(slot: TimerSlot, owner: int, rows_drawn: int) -> None:
     left.progress(min(progress.fraction, 1.0), text=f"Benchmark running: {progress.message} "
                                                     f"({len(progress.rows)} row(s) so far, below)")
     if progress.stopped:
-        right.caption("Stopping after the current timed run…")
+        # Stop is checked between timed runs: an ONNX export or a compile under way (seconds to minutes) ends first.
+        left.caption("Stopping before the next timed run (an export or compile under way ends first)…")
     elif right.button("Stop", key="compiled_bench_stop", icon=":material/stop_circle:"):
         job.stop()
         st.rerun(scope="fragment")

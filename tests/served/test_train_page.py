@@ -1,7 +1,8 @@
 """Browser: the Train page as a visitor sees it (issue 24), on one server started as `make run` starts it, over a
 store seeded with a failed job (no checkpoint) and two finished ones: the failure in full with Resume off, a
 confirmed delete, a marker on a one-point epoch chart, a page that rests when nothing runs, and no request to any
-host but the app's."""
+host but the app's. On the same server, a finished job's checkpoint is benchmarked on the Compiled page and stopped
+mid-way (issue 31, 3)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dlguide_core.jobs.store import JobStore
 from dlguide_core.training.recipes import get_recipe
+from tests.support.compiled_helpers import write_cifar_checkpoint
 from tests.support.servers import AppURL, start_served
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 REASON = ("Fashion-MNIST is not available offline: download the four files into a folder under the data roots "
@@ -261,3 +265,100 @@ def test_the_charts_of_a_running_job_stay_drawn_over_many_redraws(page, served) 
         writer.join()
         store.finish(live, "cancelled")
         store.close()
+
+
+# The benchmark table's rows, as text: the grid draws on a canvas and keeps an accessible table inside it.
+BENCH_TABLE = """() => {
+  const grid = [...document.querySelectorAll('[data-testid=stDataFrame] table[role=grid]')]
+    .find(table => [...table.querySelectorAll('th')].some(th => th.textContent === 'Latency p50 (ms)'));
+  return grid ? [...grid.querySelectorAll('tbody tr')].map(row => [...row.cells].map(cell => cell.textContent)) : [];
+}"""
+
+
+def _export_child(home: Path) -> psutil.Process | None:
+    """The served app's ONNX export child (`python -m …export_child <home>/exports/….job`), while it runs."""
+    for proc in psutil.process_iter(["cmdline"]):
+        args = proc.info["cmdline"] or []
+        if "dlguide_core.inference.export_child" in args and any(a.startswith(str(home / "exports")) for a in args):
+            return proc
+    return None
+
+
+def _open_compiled(tab, url: AppURL, label: str) -> None:
+    """The Compiled page with the weights `label` picked, drawn in full (no element left from an earlier run)."""
+    tab.goto(url.link("/compiled"))
+    tab.get_by_text("Benchmark against PyTorch eager").or_(tab.get_by_text("Meanwhile, pick")).first.wait_for(
+        timeout=240_000)  # without cached ImageNet weights (the first choice) the page stops early, asking for others
+    option = tab.get_by_role("option", name=label)
+    for _ in range(8):  # opened again if a redraw closed the list
+        tab.locator(".st-key-compiled_weights").click()
+        try:
+            option.click(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            tab.keyboard.press("Escape")
+    tab.get_by_text("· cifar_net · 10 classes").wait_for(timeout=120_000)
+    tab.locator(".st-key-compiled_bench_run button").wait_for(timeout=120_000)
+    tab.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
+
+
+def _chips(tab, key: str) -> list[str]:
+    """The values chosen in the multiselect `key`, in order."""
+    tags = tab.locator(f".st-key-{key} [data-tag]")
+    tags.first.wait_for()
+    return tags.evaluate_all("tags => tags.map(tag => tag.getAttribute('aria-label'))")
+
+
+def test_a_benchmark_shows_its_first_rows_while_it_runs_and_stop_keeps_them(served, browser, tmp_path) -> None:
+    """Issue 31, 3, in a browser: the Compiled page's benchmark (the quick backends by default, more than one) runs
+    off the script thread, the first backend's rows show while it goes on, and Stop ends it with those rows kept.
+    The next backend's ONNX export (a child process, 13 to 35 s on the shared 2-core box) is held with SIGSTOP until
+    Stop is pressed, so the run is surely mid-way then; let go, the export ends and the run stops before ONNX
+    Runtime's first timed run (Stop lets an export or compile under way finish)."""
+    url, _, home = served
+    store = JobStore(home / "jobs.db")
+    job = _seed(store, "succeeded", name="bench me")
+    store.close()
+    write_cifar_checkpoint(home / "jobs" / job / "model.pt")  # the small CNN: rows in seconds, its export not cached
+    log = home.parent / "streamlit.log"  # the `served` fixture's: what the server writes during this test
+    logged = log.stat().st_size
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)[:200]))
+    held: psutil.Process | None = None
+    try:
+        _open_compiled(tab, url, f"checkpoint of bench me ({job})")
+        assert _chips(tab, "compiled_bench_backends")[:2] == ["PyTorch (eager)", "ONNX Runtime"]
+        sizes = _chips(tab, "compiled_bench_sizes")
+        tab.locator(".st-key-compiled_bench_run button").click()
+        held = wait_for(lambda: _export_child(home), timeout=240, every=0.05, what="ONNX Runtime's export child")
+        held.suspend()
+
+        tab.get_by_text(re.compile(r"^Benchmark running: ONNX Runtime at batch 1…")).wait_for(timeout=120_000)
+        tab.wait_for_function(f"() => ({BENCH_TABLE})().length === {len(sizes)}", timeout=120_000)
+        first = tab.evaluate(BENCH_TABLE)  # PyTorch's rows, one per batch size, while the run goes on
+        assert [(row[0], row[3]) for row in first] == [("torch", size) for size in sizes], first
+        assert tab.get_by_text(re.compile(r"^Running: ONNX Runtime at batch 1…")).count() == 1
+        tab.locator(".st-key-compiled_bench_stop button").click()
+        tab.get_by_text("Stopping before the next timed run (an export or compile under way ends first)…").wait_for()
+        tab.screenshot(path=str(tmp_path / "compiled-stopping.png"))
+        held.resume()
+
+        tab.get_by_text(f"Stopped: {len(first)} row(s) were measured before it stopped.").wait_for(timeout=300_000)
+        tab.get_by_text(re.compile(r"^Benchmark running")).wait_for(state="detached")
+        assert tab.evaluate(BENCH_TABLE) == first
+        assert tab.locator(".st-key-compiled_bench_stop").count() == 0
+        assert tab.locator(".st-key-compiled_bench_run button").is_enabled()
+        assert tab.locator("[data-testid=stException], [data-testid=stAlertContentError]").count() == 0
+        assert tab.get_by_text("Traceback").count() == 0 and errors == [], errors
+        with log.open("rb") as written:
+            written.seek(logged)
+            assert b"Traceback" not in written.read()
+        tab.get_by_role("heading", name="Benchmark against PyTorch eager").evaluate("h => h.scrollIntoView()")
+        tab.screenshot(path=str(tmp_path / "compiled-stopped.png"))  # docs/screenshots/compiled-stopped.png
+    finally:
+        if held is not None and held.is_running():
+            held.resume()
+        context.close()

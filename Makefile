@@ -63,8 +63,13 @@ postgres-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
 
+# The suite runs on TEST_WORKERS pytest-xdist workers: whole test files per worker, the shared Slurm and Ray
+# clusters' files on one worker each, the long groups first (tests/conftest.py, pytest_xdist_make_scheduler).
+# Most of the suite waits on servers, jobs and browsers, so 3 workers on 2 cores; TEST_WORKERS=0 runs it serially.
+TEST_WORKERS ?= 3
+
 test: install browser-deps postgres-deps slurm-deps lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 bench: install
 	$(PY) bench/bench_classify.py

@@ -3,8 +3,11 @@ weights file, and a served app + headless Debian chromium for browser tests."""
 
 from __future__ import annotations
 
+import functools
+import getpass
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -108,6 +111,51 @@ def sample_jpeg() -> Path:
     return ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
 
 
+# ---------------------------------------------------------------- parallel runs (`make test`: pytest-xdist)
+
+# A test file that uses one of these session fixtures (a whole cluster) runs on the same worker as every other
+# such file, so each cluster starts once per run, not once per worker (read from the file's text: a miss costs
+# only a second start, never a wrong result).
+SHARED_CLUSTERS = {"slurm_cluster": "slurm", "ray_head": "ray"}
+# Groups that take minutes go to the workers first, in this order, so none is left running alone at the end
+# (per-file times: `pytest --durations=0`, docs/BENCHMARKS.md "The test suite"); the rest keep collection order.
+LONG_FIRST = ("slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py",
+              "tests/served/test_first_visit.py", "tests/served/test_train_page.py",
+              "tests/inference/test_backend_migraphx.py", "ray", "tests/tf/test_tensorflow_recipes.py",
+              "tests/served/test_concurrent_sessions.py", "tests/served/test_booth_load.py",
+              "tests/pages/test_kiosk.py", "tests/jobs/test_store_and_queue.py")
+
+
+@functools.cache
+def worker_group(path: str) -> str:
+    """The worker group of a test file (its path relative to the checkout): a shared cluster's name, else itself."""
+    text = (ROOT / path).read_text(errors="replace")
+    return next((group for fixture, group in SHARED_CLUSTERS.items() if fixture in text), path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`-n N`: whole files (and clusters' groups) per worker, module- and session-scoped servers started once,
+    the long groups first. (xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.2.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkerGroup(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid.split("::")[0])
+
+        def _assign_work_unit(self, node: object) -> None:
+            if not self.ordered:  # the first assignment: the queue holds every group, in collection order
+                self.ordered = True
+                rank = {group: i for i, group in enumerate(LONG_FIRST)}
+                queue = sorted(self.workqueue.items(), key=lambda unit: rank.get(unit[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+            super()._assign_work_unit(node)
+
+    return ByWorkerGroup(config, log)
+
+
 # ---------------------------------------------------------------- browser tests
 
 
@@ -200,6 +248,17 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = previous
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _slurm_jobs_end_with_their_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test file on the shared Slurm cluster leaves no job running behind it: a test that failed before its own
+    cancel (a timeout on a loaded machine) would otherwise leave a long run training beside every later test."""
+    yield
+    if worker_group(request.node.nodeid.split("::")[0]) == "slurm" and os.environ.get("SLURM_CONF"):
+        subprocess.run(["scancel", "--user", getpass.getuser()], capture_output=True, timeout=60, check=False)
+
+
 # ---------------------------------------------------------------- Ray
 
 

@@ -184,3 +184,27 @@ def test_dataloader_workers_survive_a_schedulers_term(init: str) -> None:
         assert done.returncode == 0 and done.stdout.strip() == "56", done.stderr[-2000:]
     else:
         assert done.returncode != 0 and "RuntimeError: DataLoader worker (pid" in done.stderr  # killed, or exited
+
+
+WORKERS_STARTING_GET_TERM = """
+import os, signal, sys
+from torch.utils.data import DataLoader
+from dlguide_core.training.factories import worker_options
+options = worker_options(4) if sys.argv[1] == "ignore" else {"num_workers": 4, "persistent_workers": True}
+for _ in range(3):  # each try races 4 starting workers
+    it = iter(DataLoader(list(range(64)), batch_size=2, **options))
+    for worker in it._workers:  # a stop that lands as the workers start: before their worker_init_fn, most of them
+        os.kill(worker.pid, signal.SIGTERM)
+    print(sum(len(batch) for batch in it))
+"""
+
+
+def test_dataloader_workers_survive_a_term_that_lands_while_they_start() -> None:
+    """Forked with TERM blocked until their worker_init_fn ignores it: a stop as the val loader starts at an
+    epoch's end no longer kills a worker (the rank then failed without its checkpoint)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", WORKERS_STARTING_GET_TERM, "ignore"], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.split() == ["64"] * 3, done.stderr[-2000:]

@@ -136,6 +136,25 @@ def _train(env: DistEnv, payload: WorkerPayload, data: str | None, sink: Trainin
     return recipe.run_function()(recipe.config_from_dict(config), ctx)
 
 
+def _train_to_outcome(env: DistEnv, payload: WorkerPayload, data: str | None, local: Any,
+                      sink: TrainingSink) -> tuple[str | None, str | None, int]:
+    """Train, then judge the ending (_outcome) while the writer's store sink is still open: a stop by signal
+    reads the store's cancel flag through it (stopping.final_status). Closed only then: closed first, a Slurm
+    scancel's TERM made the writer rank fail on a closed store and leave its job running."""
+    result, error = None, None
+    try:
+        try:
+            with stop_on_signals(local):
+                result = _train(env, payload, data, sink)
+        except Exception as exc:  # the writer records it; every rank exits so torchrun can act
+            traceback.print_exc()
+            error = exc
+        return _outcome(env, result, error, local)
+    finally:
+        if env.is_writer:
+            local.close()
+
+
 def run_worker(job_id: str | None, data: str | None = None) -> int:
     """Each torchrun process: `worker JOB_ID` on the job's machine, `worker --join DATA` elsewhere."""
     distributed.die_with_parent()
@@ -153,18 +172,7 @@ def run_worker(job_id: str | None, data: str | None = None) -> int:
             return 1
         if payload["action"] != "run":
             return 0
-        local, sink = _local_sinks(env, store, payload["job_id"])
-        result, error = None, None
-        try:
-            with stop_on_signals(local):
-                result = _train(env, payload, data, sink)
-        except Exception as exc:  # the writer records it; every rank exits so torchrun can act
-            traceback.print_exc()
-            error = exc
-        finally:
-            if env.is_writer:
-                local.close()
-        status, message, code = _outcome(env, result, error, local)
+        status, message, code = _train_to_outcome(env, payload, data, *_local_sinks(env, store, payload["job_id"]))
         if env.is_writer and status:
             writer_store, owned_id = _owned(store, job_id)
             writer_store.finish(owned_id, status, message)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import multiprocessing
+import multiprocessing.context
 import random
 import signal
 from typing import Any
@@ -105,9 +107,40 @@ def ignore_stop_signals(_worker_id: int) -> None:
     worker handler re-raises a TERM that does not come from its parent, so the worker died and the main process
     failed with "DataLoader worker (pid N) is killed by signal: Terminated" before its checkpointed stop. Ignored
     here, the workers keep serving batches until the main process stops; they exit when it goes (torch's
-    watchdog checks the parent)."""
+    watchdog checks the parent). Forked with both blocked (_StopsBlockedFork), a worker holds a TERM that came
+    before this point; ignoring it drops it (POSIX discards a pending signal set to SIG_IGN), then they unblock."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+class _StopsBlockedFork(multiprocessing.context.ForkProcess):
+    """A loader worker forked with TERM and INT blocked until its worker_init_fn. A stop that lands while workers
+    start (the val loader's at an epoch's end) otherwise killed one (seen under Slurm: a torchrun agent's killpg
+    and Slurm's TERM reach every process): the rank failed without its checkpoint. The parent's mask is restored
+    at once; a TERM it got meanwhile is handled then."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            return multiprocessing.context.ForkProcess._Popen(process_obj)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _StopsBlockedForkContext(multiprocessing.context.ForkContext):
+    Process = _StopsBlockedFork
+
+
+def _worker_context() -> dict[str, Any]:
+    """Where loader workers are forked (the default start method, "fork" on Linux up to Python 3.13): the context
+    that blocks stops until they ignore them; elsewhere the default one."""
+    default = multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+    return {"multiprocessing_context": _StopsBlockedForkContext()} if default == "fork" else {}
 
 
 def worker_options(workers: int) -> dict[str, Any]:
@@ -116,7 +149,7 @@ def worker_options(workers: int) -> dict[str, Any]:
         return {"num_workers": 0}
     _end_workers_at_exit()
     return {"num_workers": workers, "persistent_workers": True,  # workers survive epochs: no re-fork per epoch
-            "worker_init_fn": ignore_stop_signals}
+            "worker_init_fn": ignore_stop_signals, **_worker_context()}
 
 
 @functools.cache

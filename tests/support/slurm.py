@@ -88,19 +88,21 @@ def _stop_pid(pid: int, wait: float = 10) -> None:
 FAKE_GPUS = 2
 
 
-def _gres_lines(folder: Path) -> list[str]:
+def _gres_lines(folder: Path, flags: str | None) -> list[str]:
     """GPUs through gres with no GPU (SERVERS.md): character devices this test makes, declared in gres.conf
-    (AutoDetect=off; Flags=amd_gpu_env: Slurm binds them with ROCR_VISIBLE_DEVICES), so the binding is Slurm's."""
+    (AutoDetect=off; Flags=amd_gpu_env: Slurm binds them with ROCR_VISIBLE_DEVICES; no flags: CUDA_VISIBLE_DEVICES
+    and the others), so the binding is Slurm's."""
     for index in range(FAKE_GPUS):
         device = folder / f"fakegpu{index}"
         if not device.exists():
             os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(195, index))
-    (folder / "gres.conf").write_text(f"AutoDetect=off\nName=gpu File={folder}/fakegpu[0-{FAKE_GPUS - 1}] "
-                                      "Flags=amd_gpu_env\n")
+    (folder / "gres.conf").write_text(f"AutoDetect=off\nName=gpu File={folder}/fakegpu[0-{FAKE_GPUS - 1}]"
+                                      + (f" Flags={flags}" if flags else "") + "\n")
     return ["GresTypes=gpu"]
 
 
-def _conf_text(folder: Path, ctld_port: int, slurmd_port: int, gpus: bool = False) -> str:
+def _conf_text(folder: Path, ctld_port: int, slurmd_port: int, gpus: bool = False,
+               gpu_flags: str | None = "amd_gpu_env") -> str:
     lines = [
         "ClusterName=dlguidetest", "SlurmctldHost=localhost(127.0.0.1)", "AuthType=auth/munge", "SlurmUser=root",
         f"SlurmctldPort={ctld_port}", f"SlurmdPort={slurmd_port}",
@@ -116,7 +118,7 @@ def _conf_text(folder: Path, ctld_port: int, slurmd_port: int, gpus: bool = Fals
         f"StateSaveLocation={folder / 'state'}", f"SlurmdSpoolDir={folder / 'spool'}",
         f"SlurmctldPidFile={folder / 'slurmctld.pid'}", f"SlurmdPidFile={folder / 'slurmd.pid'}",
         f"SlurmctldLogFile={folder / 'slurmctld.log'}", f"SlurmdLogFile={folder / 'slurmd.log'}",
-        *(_gres_lines(folder) if gpus else []),
+        *(_gres_lines(folder, gpu_flags) if gpus else []),
         f"NodeName=localhost NodeAddr=127.0.0.1 CPUs={NODE_CPUS} RealMemory=8000 State=UNKNOWN"
         + (f" Gres=gpu:{FAKE_GPUS}" if gpus else ""),
         "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP PriorityTier=2",
@@ -153,13 +155,13 @@ def _wait(predicate, timeout: float, what: str) -> None:
         time.sleep(0.3)
 
 
-def start_cluster(folder: Path, gpus: bool = False) -> SlurmCluster:
+def start_cluster(folder: Path, gpus: bool = False, gpu_flags: str | None = "amd_gpu_env") -> SlurmCluster:
     """A running single-node cluster in `folder`; call .stop() when done (it stops only what it started).
-    `gpus`: the node has FAKE_GPUS gres GPUs (device files in `folder`)."""
+    `gpus`: the node has FAKE_GPUS gres GPUs (device files in `folder`), declared with `gpu_flags` (None: none)."""
     for sub in ("state", "spool"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     conf = folder / "slurm.conf"
-    conf.write_text(_conf_text(folder, free_port(), free_port(), gpus))
+    conf.write_text(_conf_text(folder, free_port(), free_port(), gpus, gpu_flags))
     cluster = SlurmCluster(folder, conf)
     try:
         _ensure_munged(cluster)

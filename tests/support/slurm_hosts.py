@@ -7,13 +7,20 @@ host name (a UTS namespace) and an /etc/hosts naming the three, bind-mounted in 
 The file system is shared, as a cluster's shared file system would be. `nsenter --net` is used rather than
 `ip netns exec`, which remounts /sys and so hides the cgroup file system slurmd needs. `stop()` ends everything
 by pid and removes the namespaces.
+
+A node dies as a host would (`kill_node`: SIGKILL to every process in its network namespace, slurmd, slurmstepd
+and the job's processes alike) and comes back (`restore_node`: its slurmd again). slurmctld declares a node that
+stopped answering DOWN after SlurmdTimeout (kept short here, as MessageTimeout), requeues the jobs that ran on
+it, and takes it back once its slurmd registers again (ReturnToService=2).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -67,6 +74,12 @@ class SlurmHosts:
         return subprocess.run(self._wrap(name, argv), env={**os.environ, "SLURM_CONF": str(self.conf), **(env or {})},
                               **kwargs)
 
+    def popen_in(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+                 **kwargs) -> subprocess.Popen:
+        """A command on host `name`, left running (its pid is the command's: every wrapper execs)."""
+        return subprocess.Popen(self._wrap(name, argv), env={**os.environ, "SLURM_CONF": str(self.conf),
+                                                              **(env or {})}, **kwargs)
+
     def _wrap(self, name: str, argv: list[str]) -> list[str]:
         hosts = self.folder / "hosts"
         script = f'hostname {name} && mount --bind {hosts} /etc/hosts && exec "$@"'
@@ -78,6 +91,35 @@ class SlurmHosts:
         proc = subprocess.Popen(self._wrap(name, argv), env={**os.environ, "SLURM_CONF": str(self.conf)},
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.pids.append(proc.pid)
+
+    def node_state(self, name: str) -> set[str]:
+        """The node's state and flags as slurmctld holds them ({"DOWN", "COMPLETING", "NOT_RESPONDING"}, ...;
+        empty when scontrol does not answer)."""
+        done = self.run_in("ctl", ["scontrol", "show", "node", name, "-o"], capture_output=True, text=True,
+                           timeout=30)
+        found = re.search(r"\bState=(\S+)", done.stdout)
+        return set(found[1].split("+")) if found else set()
+
+    def kill_node(self, name: str) -> list[str]:
+        """The host dies: SIGKILL to every process in its network namespace at once. Returns what they were."""
+        pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", self.ns(name)], capture_output=True,
+                                               text=True, check=True).stdout.split()]
+        killed = [_command_line(pid) for pid in pids]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in set(pids) & set(self.pids):  # our slurmd: reaped here, and not stopped again
+            self.pids.remove(pid)
+            os.waitpid(pid, 0)
+        _wait(lambda: not subprocess.run(["ip", "netns", "pids", self.ns(name)], capture_output=True,
+                                         text=True).stdout.split(), 30, f"the processes of {name} to die")
+        return killed
+
+    def restore_node(self, name: str) -> None:
+        """The host is back: its slurmd starts again (with its own log beside the first one's)."""
+        self.start_daemon(name, ["/usr/sbin/slurmd", "-D", "-N", name, "-f", str(self.conf)], f"{name}-restored.out")
 
     def stop(self) -> None:
         try:
@@ -96,6 +138,13 @@ class SlurmHosts:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         self.netns.clear()
         shutil.rmtree(self.pg, ignore_errors=True)
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return f"(pid {pid}, gone)"
 
 
 def _network(hosts: SlurmHosts) -> None:
@@ -150,6 +199,11 @@ def _conf(hosts: SlurmHosts) -> None:
         "SelectTypeParameters=CR_Core", "ReturnToService=2", "MpiDefault=none", "MinJobAge=600",
         "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
         "SlurmdParameters=config_overrides", "SchedulerParameters=sched_interval=2",
+        # A dead node is declared DOWN (its jobs requeued) once it has not answered for SlurmdTimeout (default 300 s)
+        # at one of slurmctld's pings (every third of it). A failed ping takes MessageTimeout: DOWN came 28 s after
+        # the kill here with its default (10 s), SlurmdTimeout 5 or 10 alike, and 17 s with 5 s (still far above
+        # what an answer takes on a loaded box). A requeued job waits cred_expire (default 120 s) to run again.
+        "SlurmdTimeout=10", "MessageTimeout=5", "AuthInfo=cred_expire=5",
         f"StateSaveLocation={f / 'state'}", f"SlurmdSpoolDir={f / 'spool'}/%n",
         f"SlurmctldPidFile={f / 'slurmctld.pid'}", f"SlurmdPidFile={f / 'slurmd-%n.pid'}",
         f"SlurmctldLogFile={f / 'slurmctld.log'}", f"SlurmdLogFile={f / 'slurmd-%n.log'}",

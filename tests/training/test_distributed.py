@@ -389,6 +389,32 @@ def test_a_single_process_torchrun_job_runs_on_its_slots_gpu(monkeypatch: pytest
     assert pinned["CUDA_VISIBLE_DEVICES"] == "2,3" and pinned["DLGUIDE_GPU_SLOT"] == "0"  # its block: cuda:0, 1
 
 
+@pytest.mark.parametrize("cancel_flag", [False, True])
+def test_a_writer_stopped_by_a_signal_judges_its_ending_while_its_store_sink_is_open(monkeypatch: pytest.MonkeyPatch,
+                                                                                   cancel_flag: bool) -> None:
+    """A scheduler's TERM (Slurm's scancel) stops the writer rank; its ending asks the store's cancel flag through
+    the sink, which is closed only after (closed first, the rank failed on a closed store, its job left running)."""
+    from dlguide_core.jobs.store_sink import StoreSink
+    from dlguide_core.training.configs import RunResult
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    store.claim(job.id, os.getpid())
+    if cancel_flag:
+        store.request_cancel(job.id)  # dlguide's cancel: the flag, then the TERM
+    local = StoreSink(store.url, job.id)
+
+    def stopped_by_term(env, payload, data, sink):
+        local.request_stop("SIGTERM")
+        return RunResult("stopped", 3, 0)
+
+    monkeypatch.setattr(worker, "_train", stopped_by_term)
+    outcome = worker._train_to_outcome(D.DistEnv(), {"job_id": job.id}, None, local, local)  # type: ignore[arg-type]
+    stopped = ("interrupted", "stopped by SIGTERM at step 3; resume continues it", 0)
+    assert outcome == (("cancelled", None, 0) if cancel_flag else stopped)
+    assert local._closing.is_set()  # closed once judged
+
+
 def test_ranks_take_their_gpu_from_the_slot_and_local_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)

@@ -109,18 +109,20 @@ def _slurm_options(job_id: str) -> RequeuePolicy:
     return load_options(job_id, RequeuePolicy)  # SlurmOptions' fields, saved by the submit
 
 
-def _settle(store: JobStore, job_id: str, status: str) -> str:
+def _settle(store: JobStore, job_id: str, status: str, signalled: bool) -> str:
     """After torchrun's ranks recorded their ending: the Slurm stop judged here (see _decide)."""
     error = store.get(job_id, refresh=False).error
-    decided, reason = _decide(store, job_id, status, error)
+    decided, reason = _decide(store, job_id, status, error, signalled=signalled)
     if decided not in (status, "queued"):
         store.finish(job_id, decided, reason)
     return decided
 
 
-def _decide(store: JobStore, job_id: str, status: str, error: str | None) -> tuple[str, str | None]:
+def _decide(store: JobStore, job_id: str, status: str, error: str | None,
+            signalled: bool = True) -> tuple[str, str | None]:
     """A Slurm job that stopped (cancelled or interrupted): who stopped it, decided here once (slurm_stop), before
-    its ending is written. "queued": Slurm runs the same job again (the store already says so)."""
+    its ending is written. "queued": Slurm runs the same job again (the store already says so). `signalled`:
+    False when no stop signal reached the job (its processes failed: a rank killed, a peer lost)."""
     from dlguide_core.jobs.executors import slurm_commands, slurm_stop
 
     external = slurm_stop.slurm_job_id()
@@ -133,7 +135,8 @@ def _decide(store: JobStore, job_id: str, status: str, error: str | None) -> tup
     cancel_flag = store.cancel_requested(job_id)
     verdict = slurm_stop.judge(fields, cancel_flag=cancel_flag, step=job.checkpoint_step,
                                restart=slurm_stop.restart_count(), requeue=options.requeue,
-                               requeue_on_timeout=options.requeue_on_timeout, time_limit=options.time, cause=cause)
+                               requeue_on_timeout=options.requeue_on_timeout, time_limit=options.time, cause=cause,
+                               signalled=signalled)
     if verdict.status == "queued" and job.restarts >= options.max_requeues:
         verdict = slurm_stop.SlurmStop("interrupted", f"{verdict.reason}; Slurm requeued it {job.restarts} times, "
                                        f"the most --max-requeues allows ({options.max_requeues}): resume continues it")
@@ -182,7 +185,9 @@ def _run_inline(store: JobStore, job_id: str, early: _EarlySignal) -> str:
                    decide=lambda status, error: _decide(store, job_id, status, error))
 
 
-def _run_command(store: JobStore, job_id: str, command: Sequence[str], early: _EarlySignal) -> str:
+def _run_command(store: JobStore, job_id: str, command: Sequence[str], early: _EarlySignal) -> tuple[str, bool]:
+    """(the status the ranks left, whether a stop signal reached the job: this process got one, or the ranks
+    stopped cleanly at one, exit 0 short of the end; a rank killed or a lost peer fails the command instead)."""
     early.child = subprocess.Popen(list(command))
     if early.seen is not None:
         early.child.send_signal(early.seen)
@@ -191,7 +196,7 @@ def _run_command(store: JobStore, job_id: str, command: Sequence[str], early: _E
     if job.status == "running":  # the processes ended and no writer rank recorded an ending
         store.finish(job_id, "interrupted", f"{command[0]} exited with code {code} before the job finished; "
                      "resume continues it")
-    return store.get(job_id, refresh=False).status
+    return store.get(job_id, refresh=False).status, early.seen is not None or code == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if not _claim(store, job_id):
         return EXIT_OK
     if command:
-        status = _settle(store, job_id, _run_command(store, job_id, command, early))
+        status = _settle(store, job_id, *_run_command(store, job_id, command, early))
     else:
         status = _run_inline(store, job_id, early)
     print(f"job {job_id} {status}", flush=True)

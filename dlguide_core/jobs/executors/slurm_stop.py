@@ -7,16 +7,22 @@ workers, which stop together with their agent) never decide. What tells the stop
 `scontrol show job` when the run has stopped (the job is still there: its process has not exited), and the line
 slurmstepd writes into the job's output just before it sends the TERM (`*** JOB 7 ON n1 CANCELLED AT <time> DUE
 TO PREEMPTION ***`; a plain scancel's line has no "DUE TO"). Seen on Slurm 22.05: a preemption's TERM comes with
-JobState=COMPLETING and Restarts already one above the run's SLURM_RESTART_COUNT, PreemptTime unset.
+JobState=COMPLETING and Restarts already one above the run's SLURM_RESTART_COUNT, PreemptTime unset. A node that
+dies: the ranks elsewhere stop at once (a peer failure, `interrupted`), srun waits for the lost task until
+slurmctld declares the node DOWN (SlurmdTimeout), requeues the job and TERMs what is left, with `... DUE TO NODE
+FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***` and Restarts one above. A run whose processes ended on their own (a
+rank killed, its node alive) while Slurm still runs the job and sent it no TERM was stopped by nobody: it stays
+`interrupted` with the run's own reason (a plain scancel would have ended it `cancelled` before).
 
 | what Slurm shows                                         | the stop                | dlguide status             |
 |----------------------------------------------------------|-------------------------|----------------------------|
 | the store's cancel flag (dlguide's own cancel)           | the user, via dlguide   | cancelled                  |
 | DUE TO PREEMPTION, or PreemptTime set                    | preemption              | queued (Slurm requeues it) |
+| DUE TO NODE FAILURE, NODE_FAIL, DEADLINE, BOOT_FAIL      | the cluster             | queued, else interrupted   |
 | DUE TO JOB REQUEUE, or Restarts > SLURM_RESTART_COUNT    | `scontrol requeue`      | queued (Slurm requeues it) |
+| RUNNING, no stepd line, no TERM (processes failed)       | nobody: the run's own   | interrupted (its reason)   |
 | DUE TO TIME LIMIT, TIMEOUT, or RUNNING near EndTime      | the time limit          | interrupted (or queued     |
 |                                                          |                         | with --requeue-on-timeout) |
-| DUE TO NODE FAILURE, NODE_FAIL, DEADLINE, BOOT_FAIL      | the cluster             | queued, else interrupted   |
 | anything else (a plain `scancel`, `scancel --signal`)    | the user                | cancelled                  |
 | no answer from Slurm                                     | unknown                 | interrupted (resumable)    |
 
@@ -38,7 +44,8 @@ NONE = ("", "None", "(null)", "Unknown")
 SIGNAL_BEFORE_S = 60  # --signal=B:TERM@60: the warning before the time limit (jobs.executors.slurm_script)
 MAX_REQUEUES = 5  # --max-requeues' default: a job Slurm keeps requeueing ends interrupted after this many
 CLUSTER_ENDS = {"NODE_FAIL": "a node failed", "DEADLINE": "its deadline passed", "BOOT_FAIL": "a node did not boot"}
-STEPD_LINE = re.compile(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+# "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***" (22.05): the cause ends at a comma
+STEPD_LINE = re.compile(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?)(?:, [^*]*?)?)? \*\*\*")
 TIME_MARGIN_S = 30  # a TERM this close to the signal lead before EndTime is the time limit's
 
 
@@ -88,9 +95,10 @@ def stepd_cause(log_tail: str, external_id: str) -> str | None:
 
 def judge(fields: Mapping[str, str], *, cancel_flag: bool, step: int | None, restart: int, requeue: bool,
           requeue_on_timeout: bool, time_limit: str | None, cause: str | None = None,
-          now: float | None = None) -> SlurmStop:
-    """The stop of a run that ended by a signal (see the module's table). `fields`: `scontrol show job -o`;
-    `cause`: stepd_cause of the job's output."""
+          now: float | None = None, signalled: bool = True) -> SlurmStop:
+    """The stop of a run that ended cancelled or interrupted (see the module's table). `fields`: `scontrol show
+    job -o`; `cause`: stepd_cause of the job's output; `signalled`: a stop signal reached the job (its main
+    process got TERM or INT, or its ranks stopped cleanly at one); else its processes ended on their own."""
     at = f" at step {step}" if step is not None else ""
     if cancel_flag:
         return SlurmStop("cancelled", f"cancelled{at}")
@@ -100,8 +108,14 @@ def judge(fields: Mapping[str, str], *, cancel_flag: bool, step: int | None, res
     requeuable = requeue and fields.get("Requeue", "1") != "0"
     if cause == "PREEMPTION" or fields.get("PreemptTime", "None") not in NONE:
         return _requeue_or_stop(f"preempted{at}", requeuable, self_needed=state == "RUNNING")
+    # Before Restarts: Slurm requeues a node failure's job before it TERMs what is left of it
+    if cause == "NODE FAILURE" or state in CLUSTER_ENDS:
+        return _requeue_or_stop(f"{CLUSTER_ENDS.get(state, 'a node failed')}{at}", requeuable, self_needed=False)
     if cause == "JOB REQUEUE" or _int(fields.get("Restarts")) > restart:
         return _requeue_or_stop(f"requeued by Slurm{at}", requeuable, self_needed=False)
+    if not signalled and cause is None and state == "RUNNING":  # a rank killed or crashed: not a cancel
+        return SlurmStop("interrupted", f"a process of the run ended{at} while Slurm still ran the job; resume "
+                         "continues it")
     # A signal alone leaves the job RUNNING (slurmstepd logs a cause-less line for it too): the warning that
     # --signal=B:TERM@ sends before the limit, when EndTime is that close. A cancelled job's EndTime is the
     # cancel's time, so EndTime says nothing once the job is ending.
@@ -110,8 +124,6 @@ def judge(fields: Mapping[str, str], *, cancel_flag: bool, step: int | None, res
         if requeue_on_timeout and requeuable:
             return SlurmStop("queued", f"stopped by SIGTERM before the time limit{at}", requeue_self=True)
         return SlurmStop("interrupted", f"stopped by SIGTERM before the time limit{at}; resume continues it")
-    if cause == "NODE FAILURE" or state in CLUSTER_ENDS:
-        return _requeue_or_stop(f"{CLUSTER_ENDS.get(state, 'a node failed')}{at}", requeuable, self_needed=False)
     return SlurmStop("cancelled", f"cancelled in Slurm (scancel){at}")
 
 

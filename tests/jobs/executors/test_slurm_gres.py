@@ -1,7 +1,8 @@
 """GPUs through Slurm's gres with no GPU (issue 32): a cluster of its own whose node declares two GPUs on device
 files the test makes (gres.conf, AutoDetect=off, Flags=amd_gpu_env), so the assignment is Slurm's. `--gpus-per-node
 N` reaches sbatch; the binding Slurm sets (ROCR_VISIBLE_DEVICES here) reaches the job unchanged and its log names
-it; a job waits for GPUs another job holds."""
+it; a job waits for GPUs another job holds. Without `Flags=amd_gpu_env` (a cluster of its own again) Slurm binds
+with CUDA_VISIBLE_DEVICES, and the job sees that, not the submitter's own."""
 
 from __future__ import annotations
 
@@ -31,6 +32,19 @@ RUN = ["--recipe", "cifar_net", "--batch-size", "1", "--workers", "0", "--device
 def gpu_cluster(slurm_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm.SlurmCluster]:
     """Its own cluster (the session's has no GPUs, so its jobs never wait for one); SLURM_CONF points at it."""
     cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm_gres"), gpus=True)
+    previous = os.environ["SLURM_CONF"]
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        os.environ["SLURM_CONF"] = previous
+        cluster.stop()
+
+
+@pytest.fixture
+def cuda_cluster(gpu_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm.SlurmCluster]:
+    """The same node's gres without Flags: Slurm's default binding variables."""
+    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm_gres_cuda"), gpus=True, gpu_flags=None)
     previous = os.environ["SLURM_CONF"]
     os.environ["SLURM_CONF"] = str(cluster.conf)
     try:
@@ -88,3 +102,16 @@ def test_gres_gpus_reach_the_job_as_slurm_bound_them_and_a_job_waits_for_held_gp
     assert _until_final(store, both) == "cancelled"
     assert _until_final(store, one) == "succeeded", _log(store, one)
     assert re.search(r"devices from the scheduler: ROCR_VISIBLE_DEVICES=[01]\n", _log(store, one)), _log(store, one)
+
+
+def test_without_amd_gpu_env_the_job_sees_cuda_visible_devices_as_slurm_bound_them(cuda_cluster, tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")  # the submitting machine's own binding: never the job's
+    data = str(write_toy_dataset(tmp_path / "toy", classes=2, per_class=2, val_per_class=1))
+    store = JobStore()
+    job_id = _submit("--data", data, "--max-steps", "1", "--gpus-per-node", "1")
+    assert _until_final(store, job_id) == "succeeded", _log(store, job_id)
+    bound = re.search(r"devices from the scheduler: (.*)\n", _log(store, job_id))
+    # 22.05 set CUDA_VISIBLE_DEVICES=0 ROCR_VISIBLE_DEVICES=0 GPU_DEVICE_ORDINAL=0 here
+    assert bound and "CUDA_VISIBLE_DEVICES=0" in bound[1].split(), _log(store, job_id)
+    assert "=7" not in bound[1], bound[1]

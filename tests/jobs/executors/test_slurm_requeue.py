@@ -44,6 +44,52 @@ def test_the_users_stops_are_cancels_and_the_schedulers_are_requeues_or_interrup
     assert _judge({}).status == "interrupted"  # Slurm does not answer: resumable, never failed
 
 
+def test_a_node_failure_is_told_as_such_though_slurm_counted_its_requeue_first() -> None:
+    """As Slurm 22.05 TERMs what is left of a job whose node died: requeued already (Restarts one above), and a
+    stepd line whose cause goes on after a comma."""
+    line = STEPD.format(" DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS")
+    assert stepd_cause(line, "7") == "NODE FAILURE"
+    lost = _judge({**KILLING, "Restarts": "1"}, stepd_cause(line, "7"))
+    assert (lost.status, lost.reason, lost.requeue_self) == ("queued", "a node failed at step 12", False)
+    assert _judge({**KILLING, "Restarts": "1"}, "NODE FAILURE", requeue=False).status == "interrupted"
+
+
+def test_processes_that_ended_on_their_own_are_no_cancel() -> None:
+    """A rank killed on a node that lives on: Slurm still runs the job, wrote no stepd line and sent no TERM."""
+    own = _judge(RUNNING, signalled=False)
+    assert own.status == "interrupted" and "resume continues it" in own.reason
+    assert _judge(RUNNING).status == "cancelled"  # the same with a TERM: `scancel --signal=TERM`
+    assert _judge(KILLING, "", signalled=False).status == "cancelled"  # a plain scancel that beat its TERM here
+    assert _judge({**KILLING, "Restarts": "1"}, signalled=False).status == "queued"  # Slurm's requeue still is
+
+
+RANKS_END = ("import sys; from dlguide_core.jobs.store import JobStore; JobStore().finish(sys.argv[1], 'interrupted', "
+             "sys.argv[2]); sys.exit(int(sys.argv[3]))")
+
+
+@pytest.mark.parametrize(("code", "ending"), [(1, "interrupted"), (0, "cancelled")])
+def test_the_job_entry_tells_failed_ranks_from_ranks_stopped_by_a_signal(isolated_home: Path, monkeypatch,
+                                                                        code: int, ending: str) -> None:
+    """Ranks that fail (exit 1: a peer lost) while Slurm runs on keep their own reason; ranks that stopped
+    cleanly (exit 0: TERM to the steps only, `scancel --signal=TERM`) were stopped by the user."""
+    import sys
+
+    from dlguide_core.jobs.executors import job_entry, slurm_commands
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="slurm")
+    store.set_external(job.id, "slurm", "41")
+    store.claim(job.id, os.getpid())
+    monkeypatch.setenv("SLURM_JOB_ID", "41")
+    monkeypatch.setattr(slurm_commands, "job_fields", lambda external: dict(RUNNING))
+    why = "a rank of the run stopped (Connection reset by peer); resume continues it"
+    ran = job_entry._run_command(store, job.id, [sys.executable, "-c", RANKS_END, job.id, why, str(code)],
+                                 job_entry._EarlySignal())
+    assert ran == ("interrupted", code == 0)
+    assert job_entry._settle(store, job.id, *ran) == ending
+    assert (store.get(job.id, refresh=False).error == why) == (ending == "interrupted")
+
+
 def test_the_time_limit_interrupts_or_requeues_when_asked() -> None:
     near = {**RUNNING, "EndTime": datetime.fromtimestamp(1_000_030).isoformat(timespec="seconds")}  # 30 s on
     stop = _judge(near, "", time_limit="00:01:00")  # the warning: slurmstepd logs a cause-less line for it too
@@ -138,3 +184,27 @@ def test_dataloader_workers_survive_a_schedulers_term(init: str) -> None:
         assert done.returncode == 0 and done.stdout.strip() == "56", done.stderr[-2000:]
     else:
         assert done.returncode != 0 and "RuntimeError: DataLoader worker (pid" in done.stderr  # killed, or exited
+
+
+WORKERS_STARTING_GET_TERM = """
+import os, signal, sys
+from torch.utils.data import DataLoader
+from dlguide_core.training.factories import worker_options
+options = worker_options(4) if sys.argv[1] == "ignore" else {"num_workers": 4, "persistent_workers": True}
+for _ in range(3):  # each try races 4 starting workers
+    it = iter(DataLoader(list(range(64)), batch_size=2, **options))
+    for worker in it._workers:  # a stop that lands as the workers start: before their worker_init_fn, most of them
+        os.kill(worker.pid, signal.SIGTERM)
+    print(sum(len(batch) for batch in it))
+"""
+
+
+def test_dataloader_workers_survive_a_term_that_lands_while_they_start() -> None:
+    """Forked with TERM blocked until their worker_init_fn ignores it: a stop as the val loader starts at an
+    epoch's end no longer kills a worker (the rank then failed without its checkpoint)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", WORKERS_STARTING_GET_TERM, "ignore"], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.split() == ["64"] * 3, done.stderr[-2000:]

@@ -2,7 +2,8 @@
 `scancel` ends `cancelled` (never `failed` because a worker got the TERM first), for the
 Inception recipe and a TensorFlow recipe; a preemption (partition `high` over `low`, PreemptMode=REQUEUE) sends
 the job back to the queue, Slurm runs it again, and the same dlguide job resumes from its checkpoint and
-ends `succeeded` at its max steps, each step once, `restarts` counted.
+ends `succeeded` at its max steps, each step once, `restarts` counted. A torchrun job (2 processes, 8 DataLoader
+workers in all) ends `cancelled` too.
 
 dlguide's own cancel with workers: test_slurm.py's cancel job. The scancel jobs are submitted at once (one module
 fixture) and run side by side; the preemption runs last, alone on the node, so that the high job's CPUs can only
@@ -37,6 +38,9 @@ INCEPTION = ["--recipe", "inception_v3", "--image-size", "75", "--batch-size", "
 PREEMPTED = ["--recipe", "cifar_net", "--epochs", "1000", "--batch-size", "2", "--workers", "2", "--device", "cpu",
              "--partition", "low"]
 PREEMPTED_STEPS = 60
+# A torchrun job as people run one: 2 processes with 4 DataLoader workers each, 8 workers that all see the TERM.
+TORCHRUN = ["--recipe", "cifar_net", "--epochs", "1000", "--batch-size", "2", "--workers", "4", "--nproc-per-node",
+            "2", "--device", "cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +89,14 @@ def jobs(slurm_cluster, home: Path, tmp_path_factory: pytest.TempPathFactory) ->
     base = tmp_path_factory.mktemp("stops_data")
     images = str(write_toy_dataset(base / "toy", classes=3, per_class=4, val_per_class=1, size=80))
     fashion = str(write_fashion(base / "fashion", train=512, test=64))
+    small = str(write_toy_dataset(base / "toy32", classes=3, per_class=16, val_per_class=1))  # 12 steps an epoch
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DLGUIDE_HOME", str(home))
         return {
             "scancel": _submit(*INCEPTION, "--data", images, "--epochs", "1000"),
             "tf scancel": _submit("--recipe", FASHION_RECIPE, "--data", fashion, "--epochs", "200",
                                   "--batch-size", "16"),
+            "torchrun scancel": _submit(*TORCHRUN, "--data", small),
         }
 
 
@@ -111,6 +117,37 @@ def test_plain_scancel_of_a_tensorflow_job_ends_cancelled(jobs, slurm_cluster) -
     slurm_cluster.command("scancel", external)
     assert _until_final(store, job_id) == "cancelled", _log(store, job_id)
     assert "scancel" in (store.get(job_id).error or "")
+
+
+def _processes_of(job_id: str) -> int:
+    """The job's torchrun workers and their DataLoader workers (forked: the same command line) on this host."""
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        count += b"dlguide_core.jobs.worker" in argv and job_id.encode() in argv
+    return count
+
+
+def test_plain_scancel_of_a_torchrun_job_with_eight_loader_workers_ends_cancelled(jobs, slurm_cluster) -> None:
+    store, (job_id, external) = JobStore(), jobs["torchrun scancel"]
+    _running_with_steps(store, job_id)
+    assert _processes_of(job_id) >= 2 + 8  # 2 ranks, each with its 4 training loader workers
+    slurm_cluster.command("scancel", external)  # TERM to all: job entry, srun, torchrun, ranks, 8 loader workers
+    # The writer rank records its own stop first (interrupted); the job's main process, which got the TERM too,
+    # then judges who stopped it: wait for that process, the batch job, to end.
+    wait_for(lambda: slurm_cluster.command("squeue", "-h", "-t", "all", "-j", external, "-o", "%T").strip()
+             in ("CANCELLED", "COMPLETED", "FAILED"), timeout=300, every=0.5,
+             what=lambda: f"Slurm job {external} to end; log:\n" + _log(store, job_id))
+    job = store.get(job_id)
+    assert job.status == "cancelled", _log(store, job_id)
+    assert "scancel" in (job.error or "") and job.checkpoint and Path(job.checkpoint).is_file()
+    wait_for(lambda: f"job {job_id} cancelled" in _log(store, job_id), timeout=60, what="the job's last line")
+    log = get_executor("slurm").log_file(job).read_text(errors="replace")
+    assert "killed by signal" not in log and "StoreError" not in log, log[-4000:]
+    assert f"job {job_id} interrupted: stopped by SIGTERM at step" in log  # the writer rank's own ending, then judged
 
 
 def test_preempted_job_is_requeued_and_the_same_job_resumes_to_succeeded(jobs, slurm_cluster, home: Path,

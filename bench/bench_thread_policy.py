@@ -88,7 +88,10 @@ def start_training(env: dict[str, str], data: str) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)  # a measurement's load, not a run to keep: no checkpoint wanted
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # a measurement's load, not a run to keep: no checkpoint wanted
+    except ProcessLookupError:
+        pass  # it ended on its own (main() says so)
     proc.wait(timeout=60)
 
 
@@ -126,6 +129,9 @@ def main() -> None:
                         time.sleep(args.settle)
                         before = load()
                         busy = timers[p].p50(args.iters)
+                        if job.poll() is not None:  # a job that failed at once (data not prepared) is no load
+                            raise SystemExit(f"the training job ended (exit {job.returncode}) before the timing did: "
+                                             f"run it by hand to see why (is {args.data} prepared?)")
                     finally:
                         stop(job)
                     print(f"| {rnd} | {p} | {timers[p].threads} | 1 training job | {busy:.0f} | "

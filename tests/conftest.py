@@ -133,6 +133,7 @@ def worker_group(path: str) -> str:
     return next((group for fixture, group in SHARED_CLUSTERS.items() if fixture in text), path)
 
 
+@pytest.hookimpl(optionalhook=True)  # a plain pytest without xdist (the GPU machine's image) skips it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """`-n N`: whole files (and clusters' groups) per worker, module- and session-scoped servers started once,
     the long groups first. (xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.2.)"""

@@ -65,7 +65,8 @@ postgres-deps:
 
 # The suite runs on TEST_WORKERS pytest-xdist workers: whole test files per worker, the shared Slurm and Ray
 # clusters' files on one worker each, the long groups first (tests/conftest.py, pytest_xdist_make_scheduler).
-# Most of the suite waits on servers, jobs and browsers, so 3 workers on 2 cores; TEST_WORKERS=0 runs it serially.
+# 3 workers on 2 cores (a worker often waits on a server, job or browser it started; docs/BENCHMARKS.md, "The
+# test suite"); TEST_WORKERS=0 runs it serially.
 # TEST_ENV: with more test processes than cores, each (and every server, job and export it starts) runs torch and
 # OpenMP on one thread that sleeps when idle, rather than spinning against the others (dlguide_core/threads.py
 # keeps a user's own OMP_* variables, as it does here).

@@ -252,12 +252,18 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _slurm_jobs_end_with_their_module(request: pytest.FixtureRequest) -> Iterator[None]:
+def _slurm_jobs_end_with_their_module(request: pytest.FixtureRequest,
+                                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A test file on the shared Slurm cluster leaves no job running behind it: a test that failed before its own
-    cancel (a timeout on a loaded machine) would otherwise leave a long run training beside every later test."""
+    cancel (a timeout on a loaded machine) would otherwise leave a long run training beside every later test.
+    Only ever on the tests' own cluster (its slurm.conf under this run's temp folder), never a SLURM_CONF of the
+    developer's."""
     yield
-    if worker_group(request.node.nodeid.split("::")[0]) == "slurm" and os.environ.get("SLURM_CONF"):
-        subprocess.run(["scancel", "--user", getpass.getuser()], capture_output=True, timeout=60, check=False)
+    conf = os.environ.get("SLURM_CONF")
+    if (worker_group(request.node.nodeid.split("::")[0]) == "slurm" and conf
+            and Path(conf).resolve().is_relative_to(tmp_path_factory.getbasetemp().resolve())):
+        subprocess.run(["scancel", "--user", getpass.getuser()], env={**os.environ, "SLURM_CONF": conf},
+                       capture_output=True, timeout=60, check=False)
 
 
 # ---------------------------------------------------------------- Ray

@@ -1,0 +1,19 @@
+"""The parallel runs' scheduler (tests/conftest.py): its groups name real files and clusters."""
+
+from __future__ import annotations
+
+from tests.conftest import LONG_FIRST, SHARED_CLUSTERS, worker_group
+from tests.support.paths import ROOT
+
+
+def test_the_long_groups_are_files_of_the_suite_or_shared_clusters() -> None:
+    """A renamed file in LONG_FIRST would silently lose its early start."""
+    for group in LONG_FIRST:
+        assert group in SHARED_CLUSTERS.values() or (ROOT / group).is_file(), group
+
+
+def test_files_on_a_shared_cluster_share_one_group_and_others_are_their_own() -> None:
+    assert worker_group("tests/jobs/executors/test_slurm.py") == "slurm"
+    assert worker_group("tests/served/test_train_slurm.py") == "slurm"
+    assert worker_group("tests/jobs/executors/test_ray.py") == "ray"
+    assert worker_group("tests/ui/test_tables.py") == "tests/ui/test_tables.py"

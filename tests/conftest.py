@@ -3,7 +3,6 @@ weights file, and a served app + headless Debian chromium for browser tests."""
 
 from __future__ import annotations
 
-import functools
 import getpass
 import os
 import shutil
@@ -16,6 +15,7 @@ import torch
 
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
+from tests.support.scheduling import LONG_FIRST, worker_group
 from tests.support.servers import AppURL, Served, start_served
 from tests.support.standin_weights import standin_imagenet_state
 
@@ -112,26 +112,6 @@ def sample_jpeg() -> Path:
 
 
 # ---------------------------------------------------------------- parallel runs (`make test`: pytest-xdist)
-
-# A test file that uses one of these session fixtures (a whole cluster) runs on the same worker as every other
-# such file, so each cluster starts once per run, not once per worker (read from the file's text: a miss costs
-# only a second start, never a wrong result).
-SHARED_CLUSTERS = {"slurm_cluster": "slurm", "ray_head": "ray"}
-# Groups that take minutes go to the workers first, in this order, so none is left running alone at the end
-# (per-file times: `pytest --durations=0`, docs/BENCHMARKS.md "The test suite"); the rest keep collection order.
-LONG_FIRST = ("slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py",
-              "tests/served/test_first_visit.py", "tests/served/test_train_page.py",
-              "tests/inference/test_backend_migraphx.py", "ray", "tests/tf/test_tensorflow_recipes.py",
-              "tests/served/test_concurrent_sessions.py", "tests/served/test_booth_load.py",
-              "tests/pages/test_kiosk.py", "tests/jobs/test_store_and_queue.py")
-
-
-@functools.cache
-def worker_group(path: str) -> str:
-    """The worker group of a test file (its path relative to the checkout): a shared cluster's name, else itself."""
-    text = (ROOT / path).read_text(errors="replace")
-    return next((group for fixture, group in SHARED_CLUSTERS.items() if fixture in text), path)
-
 
 @pytest.hookimpl(optionalhook=True)  # a plain pytest without xdist (the GPU machine's image) skips it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

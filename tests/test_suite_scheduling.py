@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.conftest import LONG_FIRST, SHARED_CLUSTERS, worker_group
 from tests.support.paths import ROOT
+from tests.support.scheduling import LONG_FIRST, SHARED_CLUSTERS, worker_group
 
 
 def test_the_long_groups_are_files_of_the_suite_or_shared_clusters() -> None:

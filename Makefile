@@ -12,9 +12,14 @@ MIGRAPHX_SHARED ?= ../shared/migraphx
 
 install: $(STAMP)
 
+# The bytecode is compiled after pip, on every core (pip compiles one file at a time: 213 s for the whole install
+# on the 2-core CI box, 162 s this way). `|| true`: as under pip, the few files written for a newer Python (torch's
+# py312 test helpers) do not compile, and compileall says so in its exit status.
+
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-compile -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
 
@@ -70,8 +75,9 @@ postgres-deps:
 # TEST_ENV: with more test processes than cores, each (and every server, job and export it starts) runs torch and
 # OpenMP on one thread that sleeps when idle, rather than spinning against the others (dlguide_core/threads.py
 # keeps a user's own OMP_* variables, as it does here).
-# Default: one process. `make test TEST_WORKERS=3 TEST_ENV="OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE"` took 20-22
-# min here against about 35, but 2 of its 3 full runs had a test fail under that load: not CI's default yet.
+# Default: one process (about 30 min here), the way CI has passed. `make test TEST_WORKERS=3 TEST_ENV="OMP_NUM_THREADS=1
+# OMP_WAIT_POLICY=PASSIVE"` took pytest 1027-1326 s in two runs of 2026-11-28 on this noisy box, and each of the
+# parallel runs so far had one test fail under that load (a different one each time): not CI's default yet.
 TEST_WORKERS ?= 0
 TEST_ENV ?=
 

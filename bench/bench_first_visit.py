@@ -118,6 +118,9 @@ def wait_healthy(server: Server, timeout: float = 300.0) -> None:
     serve.wait_healthy(server.url, server.proc, timeout, log_tail=lambda: server.log_text()[-2000:])
 
 
+NOT_UP_YET = ("ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", 'interrupted by another navigation to "chrome-error://')
+
+
 def open_when_up(page, server: Server, path: str, timeout: float) -> None:
     """goto `path` as soon as the server accepts connections (it may still be starting)."""
     deadline = time.monotonic() + timeout
@@ -127,8 +130,9 @@ def open_when_up(page, server: Server, path: str, timeout: float) -> None:
         try:
             page.goto(server.link(path), wait_until="commit", timeout=10_000)
             return
-        except Exception as exc:  # connection refused while the server starts
-            if "ERR_CONNECTION_REFUSED" not in str(exc) and "ERR_EMPTY_RESPONSE" not in str(exc):
+        except Exception as exc:  # connection refused while the server starts (Chromium may report it as its
+            # error page's navigation interrupting ours)
+            if not any(sign in str(exc) for sign in NOT_UP_YET):
                 raise
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{server.url} did not answer within {timeout:.0f} s") from exc

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support.built_once import built_once, prepare_booth_home, seed_home
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
 from tests.support.scheduling import LONG_FIRST, worker_group
@@ -71,13 +72,32 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+IMAGENET_FILE = Path("hub", "checkpoints", "inception_v3_google-0cc3c7bd.pth")  # torchvision's cache name
+
+
 @pytest.fixture(scope="session")
 def imagenet_state_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch_home = tmp_path_factory.mktemp("torch_home")
-    path = torch_home / "hub" / "checkpoints" / "inception_v3_google-0cc3c7bd.pth"
-    path.parent.mkdir(parents=True)
-    torch.save(standin_imagenet_state(), path)
-    return path
+    """The stand-in ImageNet weights in a TORCH_HOME, one file for the whole run (every worker): the same
+    fingerprint everywhere, so the caches keyed by it (booth_home) are shared too. Read-only."""
+    def build(torch_home: Path) -> None:
+        (torch_home / IMAGENET_FILE).parent.mkdir(parents=True)
+        torch.save(standin_imagenet_state(), torch_home / IMAGENET_FILE)
+
+    return built_once(tmp_path_factory, "torch_home", build) / IMAGENET_FILE
+
+
+@pytest.fixture(scope="session")
+def prepared_booth(tmp_path_factory: pytest.TempPathFactory, imagenet_state_file: Path) -> Path:
+    """A DLGUIDE_HOME where the booth was prepared once for the stand-in ImageNet weights (its ONNX export,
+    int8 model and MIGraphX program: tests.support.built_once), for the whole run. Read-only: seed_home copies."""
+    return built_once(tmp_path_factory, "booth_home",
+                      lambda home: prepare_booth_home(home, imagenet_state_file.parents[2]))
+
+
+@pytest.fixture
+def booth_home(prepared_booth: Path, isolated_home: Path, fake_imagenet: Path) -> Path:
+    """This test's DLGUIDE_HOME, holding the prepared booth's caches, as after an earlier start on these weights."""
+    return seed_home(prepared_booth, isolated_home)
 
 
 @pytest.fixture
@@ -89,10 +109,12 @@ def fake_imagenet(imagenet_state_file: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture(scope="session")
 def cifar_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny CIFAR CNN checkpoint and its ONNX export, made once per session (read-only)."""
+    """A tiny CIFAR CNN checkpoint and its ONNX export, made once for the whole run (every worker; read-only)."""
     from tests.support.compiled_helpers import exported_cifar
 
-    return exported_cifar(tmp_path_factory.mktemp("cifar_export"))
+    folder = built_once(tmp_path_factory, "cifar_export", exported_cifar)
+    (onnx_path,) = (folder / "home" / "exports").glob("*.onnx")
+    return folder / "cifar.pt", onnx_path
 
 
 @pytest.fixture
@@ -218,17 +240,8 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     if reason := slurm.missing_reason():
         pytest.skip(reason)
-    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm"))
-    previous = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
+    with slurm.serving(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-        if previous is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = previous
 
 
 @pytest.fixture(scope="module", autouse=True)

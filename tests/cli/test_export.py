@@ -13,12 +13,13 @@ from dlguide_core.cli.main import main
 from dlguide_core.inference.backend_base import BackendError
 from dlguide_core.inference.backend_onnxruntime import OnnxRuntimeBackend
 from dlguide_core.inference.benchmark import ROW_KEYS
-from tests.support.compiled_helpers import write_cifar_checkpoint
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_cifar_checkpoint(tmp_path_factory.mktemp("cli") / "cifar.pt")
+def checkpoint(cifar_files: tuple[Path, Path]) -> Path:
+    """The session's tiny CIFAR checkpoint; a test that also takes `cifar` finds its export already cached (the
+    bench tests: the export is test_export_json_then_cached's subject)."""
+    return cifar_files[0]
 
 
 def test_export_json_then_cached(checkpoint, tmp_path, capsys):
@@ -45,7 +46,7 @@ def test_export_imagenet_offline_exits_3(tmp_path, monkeypatch, capsys):
     assert "ImageNet weights" in capsys.readouterr().err
 
 
-def test_bench_unavailable_backend_is_an_error_row_and_exits_0(checkpoint, monkeypatch, capsys):
+def test_bench_unavailable_backend_is_an_error_row_and_exits_0(checkpoint, cifar, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "migraphx", None)
     code = main(["bench", "--weights", str(checkpoint), "--backends", "torch,onnxruntime,migraphx",
                  "--batch-sizes", "1,2", "--iters", "2", "--json"])
@@ -58,7 +59,7 @@ def test_bench_unavailable_backend_is_an_error_row_and_exits_0(checkpoint, monke
     assert list(rows[4]) == [*ROW_KEYS, "error"]
 
 
-def test_bench_available_backend_failing_exits_1(checkpoint, monkeypatch, capsys):
+def test_bench_available_backend_failing_exits_1(checkpoint, cifar, monkeypatch, capsys):
     def broken_run(self, batch):
         raise BackendError("ONNX Runtime failed: device lost")
 
@@ -78,7 +79,7 @@ def test_bench_with_no_backend_producing_numbers_exits_1(checkpoint, monkeypatch
     assert "UNAVAILABLE" in capsys.readouterr().out
 
 
-def test_bench_table_shows_the_speedup_over_torch(checkpoint, capsys):
+def test_bench_table_shows_the_speedup_over_torch(checkpoint, cifar, capsys):
     assert main(["bench", "--weights", str(checkpoint), "--backends", "torch,onnxruntime", "--batch-sizes", "1",
                  "--iters", "1", "--warmup", "0"]) == 0
     out = capsys.readouterr().out

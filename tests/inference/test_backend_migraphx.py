@@ -25,7 +25,7 @@ from dlguide_core.inference.backend_base import PRECISIONS, BackendError, Backen
 from dlguide_core.inference.backend_migraphx import MigraphxBackend, calibration_batches
 from dlguide_core.inference.benchmark import agreement
 from dlguide_core.inference.choice import precision_choices, precision_refusals
-from dlguide_core.inference.export import export_onnx
+from dlguide_core.inference.export import export_cache_path
 from dlguide_core.inference.registry import prepare_backend
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.images import load_image
@@ -315,18 +315,18 @@ def test_booth_ranking_measures_migraphx_cpu_against_onnxruntime(mgx, cifar, mon
 
 
 @pytest.fixture(scope="module")
-def inception(tmp_path_factory, imagenet_state_file):
-    """Inception v3 (the stand-in ImageNet weights) and its ONNX export, made once for this module."""
-    work = tmp_path_factory.mktemp("inception_mgx")
+def inception(prepared_booth, imagenet_state_file):
+    """Inception v3 (the stand-in ImageNet weights) and its ONNX export, as the booth exported it for this run."""
     old = os.environ.get("TORCH_HOME")
     os.environ["TORCH_HOME"] = str(imagenet_state_file.parents[2])
     try:
         loaded = load_model("imagenet", device="cpu")
-        with dlguide_home(work / "home"):
-            export = export_onnx(loaded)
     finally:
         os.environ.pop("TORCH_HOME") if old is None else os.environ.__setitem__("TORCH_HOME", old)
-    return loaded, Path(export.path)
+    with dlguide_home(prepared_booth):
+        export = export_cache_path(loaded)
+    assert export.is_file(), export
+    return loaded, export
 
 
 def _images(count: int) -> list:

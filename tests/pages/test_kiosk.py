@@ -159,7 +159,9 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.slow
-def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
+def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, booth_home: Path) -> None:
+    """As on a restart of `make kiosk`: the export, int8 model and MIGraphX program are cached (booth_home), and
+    the booth still loads and times each contender before it picks."""
     from dlguide_core.inference import choice, registry
     from dlguide_core.vision.models import load_model
 

@@ -12,11 +12,12 @@ from tests.support.paths import ROOT
 SHARED_CLUSTERS = {"slurm_cluster": "slurm", "ray_head": "ray"}
 # Groups that take minutes go to the workers first, in this order, so none is left running alone at the end
 # (per-file times: `pytest --durations=0`, docs/BENCHMARKS.md "The test suite"); the rest keep collection order.
-LONG_FIRST = ("slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py",
-              "tests/served/test_first_visit.py", "tests/served/test_train_page.py",
-              "tests/inference/test_backend_migraphx.py", "ray", "tests/tf/test_tensorflow_recipes.py",
-              "tests/served/test_concurrent_sessions.py", "tests/served/test_booth_load.py",
-              "tests/pages/test_kiosk.py", "tests/jobs/test_store_and_queue.py")
+LONG_FIRST = ("slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py", "ray",
+              "tests/inference/test_backend_migraphx.py", "tests/tf/test_tensorflow_recipes.py",
+              "tests/served/test_train_page.py", "tests/inference/test_backend_zentorch.py",
+              "tests/jobs/test_store_and_queue.py", "tests/served/test_concurrent_sessions.py",
+              "tests/served/test_first_visit.py", "tests/served/test_booth_load.py", "tests/cli/test_export.py",
+              "tests/pages/test_kiosk.py")
 
 
 @functools.cache

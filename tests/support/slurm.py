@@ -16,6 +16,8 @@ import signal
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,6 +178,23 @@ def start_cluster(folder: Path, gpus: bool = False, gpu_flags: str | None = "amd
         cluster.stop()
         raise
     return cluster
+
+
+@contextmanager
+def serving(folder: Path, gpus: bool = False, gpu_flags: str | None = "amd_gpu_env") -> Iterator[SlurmCluster]:
+    """start_cluster(...) with SLURM_CONF pointing at it meanwhile; afterwards the cluster is stopped and
+    SLURM_CONF is what it was (unset when it was unset)."""
+    cluster = start_cluster(folder, gpus, gpu_flags)
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous
 
 
 def _node_idle(cluster: SlurmCluster) -> bool:

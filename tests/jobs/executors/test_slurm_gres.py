@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -31,27 +30,15 @@ RUN = ["--recipe", "cifar_net", "--batch-size", "1", "--workers", "0", "--device
 @pytest.fixture(scope="module")
 def gpu_cluster(slurm_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm.SlurmCluster]:
     """Its own cluster (the session's has no GPUs, so its jobs never wait for one); SLURM_CONF points at it."""
-    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm_gres"), gpus=True)
-    previous = os.environ["SLURM_CONF"]
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
+    with slurm.serving(tmp_path_factory.mktemp("slurm_gres"), gpus=True) as cluster:
         yield cluster
-    finally:
-        os.environ["SLURM_CONF"] = previous
-        cluster.stop()
 
 
 @pytest.fixture
 def cuda_cluster(gpu_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm.SlurmCluster]:
     """The same node's gres without Flags: Slurm's default binding variables."""
-    cluster = slurm.start_cluster(tmp_path_factory.mktemp("slurm_gres_cuda"), gpus=True, gpu_flags=None)
-    previous = os.environ["SLURM_CONF"]
-    os.environ["SLURM_CONF"] = str(cluster.conf)
-    try:
+    with slurm.serving(tmp_path_factory.mktemp("slurm_gres_cuda"), gpus=True, gpu_flags=None) as cluster:
         yield cluster
-    finally:
-        os.environ["SLURM_CONF"] = previous
-        cluster.stop()
 
 
 @pytest.fixture(autouse=True)

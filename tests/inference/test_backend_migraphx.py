@@ -337,12 +337,15 @@ def _images(count: int) -> list:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1])  # batch 8 (41 s here) is bench_backends.py's; CI's budget is 20 min
-def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batch_size, isolated_home):
+def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batch_size, booth_home):
+    """The program MIGraphX compiled for the booth in this run (prepared_booth: parse_onnx, compile, save; batch 1)
+    is loaded from the cache and checked against eager PyTorch: compiling Inception again would cost a minute of
+    CPU (compiling and saving are checked on the CIFAR net above)."""
     if batch_size == 8 and not SHARED_IMAGES.is_dir():
         pytest.skip(f"{SHARED_IMAGES} not here: batch 8 of distinct images needs ../shared/data")
     loaded, onnx_path = inception
     seed_export_cache(loaded, onnx_path)
-    backend = prepare_backend("migraphx", loaded, batch_size=batch_size, options=CPU)  # parse_onnx, compile, save
+    backend = prepare_backend("migraphx", loaded, batch_size=batch_size, options=CPU)  # the cached program, else compiled
     assert backend.describe().mxr.endswith(f"-b{batch_size}-fp32-cpu.mxr")
     batch = preprocess(_images(batch_size if batch_size > 1 else 3), loaded.preset)  # (N, 3, 299, 299)
     reference = predict_logits(loaded, batch)

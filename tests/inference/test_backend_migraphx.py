@@ -345,7 +345,7 @@ def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batc
         pytest.skip(f"{SHARED_IMAGES} not here: batch 8 of distinct images needs ../shared/data")
     loaded, onnx_path = inception
     seed_export_cache(loaded, onnx_path)
-    backend = prepare_backend("migraphx", loaded, batch_size=batch_size, options=CPU)  # the cached program, else compiled
+    backend = prepare_backend("migraphx", loaded, batch_size=batch_size, options=CPU)  # cached, else compiled
     assert backend.describe().mxr.endswith(f"-b{batch_size}-fp32-cpu.mxr")
     batch = preprocess(_images(batch_size if batch_size > 1 else 3), loaded.preset)  # (N, 3, 299, 299)
     reference = predict_logits(loaded, batch)

@@ -12,13 +12,16 @@ MIGRAPHX_SHARED ?= ../shared/migraphx
 
 install: $(STAMP)
 
-# --no-compile: Python compiles each module's bytecode the first time a process imports it, and keeps it. pip
-# compiling all of the 8 GB venv took 213 s of the 2-core CI box's install; what dlguide imports is about 15 s
-# of CPU, paid once by the first server, job or test (docs/BENCHMARKS.md, "The test suite").
+# The bytecode is compiled after pip, on every core (pip compiles one file at a time: 213 s for the whole install
+# on the 2-core CI box, 162 s this way). Never left to the first import: this box's environment sets
+# PYTHONDONTWRITEBYTECODE=1 (a CI image may too), and then every process compiles torch again (about 15 s of CPU;
+# a 2-worker run without this step took pytest 1475 s). `|| true`: as under pip, the few files written for a newer
+# Python (torch's py312 test helpers) do not compile, and compileall says so in its exit status.
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --no-compile -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
 
@@ -67,13 +70,14 @@ postgres-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
 
-# The suite runs on TEST_WORKERS pytest-xdist workers (default 2, one per core of the CI box): whole test files per
-# worker, the shared Slurm and Ray clusters' files on one worker each, the long groups first (tests/conftest.py,
-# pytest_xdist_make_scheduler; docs/BENCHMARKS.md, "The test suite"). TEST_WORKERS=0 runs it serially (about 27 min).
-# TEST_ENV: with as many test processes as cores, each (and every server, job and export it starts) runs torch and
+# The suite runs on TEST_WORKERS pytest-xdist workers (default 3 on the 2-core CI box: a worker often waits on a
+# server, job or browser it started): whole test files per worker, the shared Slurm and Ray clusters' files on one
+# worker each, the long groups first (tests/conftest.py, pytest_xdist_make_scheduler; docs/BENCHMARKS.md, "The test
+# suite"). TEST_WORKERS=0 runs it serially (about 27 min).
+# TEST_ENV: with more test processes than cores, each (and every server, job and export it starts) runs torch and
 # OpenMP on one thread that sleeps when idle, rather than spinning against the others (dlguide_core/threads.py
 # keeps a user's own OMP_* variables, as it does here).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 TEST_ENV ?= OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 
 test: install browser-deps postgres-deps slurm-deps lint

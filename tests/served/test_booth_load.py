@@ -23,7 +23,10 @@ def server_pid(url: str) -> int:
     """The server process app_server started for `url` (serve.py runs streamlit in-process)."""
     port = url.rsplit(":", 1)[1]
     for child in psutil.Process().children(recursive=True):
-        cmdline = child.cmdline()
+        try:
+            cmdline = child.cmdline()
+        except psutil.Error:  # gone, or a zombie an earlier test's helper has not reaped yet: not a server
+            continue
         if any(arg.endswith("serve.py") for arg in cmdline) and port in cmdline:
             return child.pid
     raise LookupError(f"no streamlit child serving port {port}")

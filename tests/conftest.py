@@ -72,18 +72,21 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-IMAGENET_FILE = Path("hub", "checkpoints", "inception_v3_google-0cc3c7bd.pth")  # torchvision's cache name
 
 
 @pytest.fixture(scope="session")
 def imagenet_state_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The stand-in ImageNet weights in a TORCH_HOME, one file for the whole run (every worker): the same
     fingerprint everywhere, so the caches keyed by it (booth_home) are shared too. Read-only."""
-    def build(torch_home: Path) -> None:
-        (torch_home / IMAGENET_FILE).parent.mkdir(parents=True)
-        torch.save(standin_imagenet_state(), torch_home / IMAGENET_FILE)
+    from dlguide_core.vision.models import imagenet_weights_path
 
-    return built_once(tmp_path_factory, "torch_home", build) / IMAGENET_FILE
+    cached = Path("hub", "checkpoints", imagenet_weights_path().name)  # under TORCH_HOME, as torch.hub keeps it
+
+    def build(torch_home: Path) -> None:
+        (torch_home / cached).parent.mkdir(parents=True)
+        torch.save(standin_imagenet_state(), torch_home / cached)
+
+    return built_once(tmp_path_factory, "torch_home", build) / cached
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,10 @@ TO PREEMPTION ***`; a plain scancel's line has no "DUE TO"). Seen on Slurm 22.05
 JobState=COMPLETING and Restarts already one above the run's SLURM_RESTART_COUNT, PreemptTime unset. A node that
 dies: the ranks elsewhere stop at once (a peer failure, `interrupted`), srun waits for the lost task until
 slurmctld declares the node DOWN (SlurmdTimeout), requeues the job and TERMs what is left, with `... DUE TO NODE
-FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***` and Restarts one above. A run whose processes ended on their own (a
+FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***` and Restarts one above. srun itself may end first, as soon as
+slurmctld tells it (`srun: error: Node failure on n2`), racing stepd's line and the requeue: its line in this run's
+output is the same cause (seen once in a test under load: judged before stepd wrote, the run ended "interrupted"
+and Slurm's next run took it back from there). A run whose processes ended on their own (a
 rank killed, its node alive) while Slurm still runs the job and sent it no TERM was stopped by nobody: it stays
 `interrupted` with the run's own reason (a plain scancel would have ended it `cancelled` before).
 
@@ -19,6 +22,7 @@ rank killed, its node alive) while Slurm still runs the job and sent it no TERM 
 | the store's cancel flag (dlguide's own cancel)           | the user, via dlguide   | cancelled                  |
 | DUE TO PREEMPTION, or PreemptTime set                    | preemption              | queued (Slurm requeues it) |
 | DUE TO NODE FAILURE, NODE_FAIL, DEADLINE, BOOT_FAIL      | the cluster             | queued, else interrupted   |
+| (or srun's `error: Node failure on N` in this run's log)  |                         |                            |
 | DUE TO JOB REQUEUE, or Restarts > SLURM_RESTART_COUNT    | `scontrol requeue`      | queued (Slurm requeues it) |
 | RUNNING, no stepd line, no TERM (processes failed)       | nobody: the run's own   | interrupted (its reason)   |
 | DUE TO TIME LIMIT, TIMEOUT, or RUNNING near EndTime      | the time limit          | interrupted (or queued     |
@@ -46,6 +50,8 @@ MAX_REQUEUES = 5  # --max-requeues' default: a job Slurm keeps requeueing ends i
 CLUSTER_ENDS = {"NODE_FAIL": "a node failed", "DEADLINE": "its deadline passed", "BOOT_FAIL": "a node did not boot"}
 # "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***" (22.05): the cause ends at a comma
 STEPD_LINE = re.compile(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?)(?:, [^*]*?)?)? \*\*\*")
+# srun's own word on a node failure, before or without stepd's line
+SRUN_NODE_FAILURE = re.compile(r"^srun: error: Node failure on \S+", re.MULTILINE)
 TIME_MARGIN_S = 30  # a TERM this close to the signal lead before EndTime is the time limit's
 
 
@@ -85,11 +91,15 @@ def restart_count() -> int:
 
 def stepd_cause(log_tail: str, external_id: str) -> str | None:
     """The cause in slurmstepd's last `*** JOB N ... CANCELLED AT T [DUE TO X] ***` line: X, "" for none (a plain
-    scancel), None when there is no such line (a signal only: `scancel --signal`, the time limit's warning)."""
+    scancel), None when there is no such line (a signal only: `scancel --signal`, the time limit's warning).
+    Without a stepd line, srun's `error: Node failure on N` is "NODE FAILURE": srun may end on it before stepd
+    writes (`log_tail`: this run's part of the job's output only)."""
     found = None
     for match in STEPD_LINE.finditer(log_tail):
         if match.group(1) == external_id:
             found = (match.group(2) or "").strip()
+    if found is None and SRUN_NODE_FAILURE.search(log_tail):
+        return "NODE FAILURE"
     return found
 
 

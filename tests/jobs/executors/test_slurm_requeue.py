@@ -54,6 +54,17 @@ def test_a_node_failure_is_told_as_such_though_slurm_counted_its_requeue_first()
     assert _judge({**KILLING, "Restarts": "1"}, "NODE FAILURE", requeue=False).status == "interrupted"
 
 
+def test_sruns_own_node_failure_line_is_the_cause_when_stepd_has_not_written_yet() -> None:
+    """srun may exit on slurmctld's word before stepd's line and the requeue show (seen under load): the run is
+    still RUNNING, unsignalled, Restarts 0, and only srun's line says why. It must not end interrupted."""
+    tail = "srun: error: n1: task 0: Exited with exit code 1\nsrun: error: Node failure on n2\n"
+    assert stepd_cause(tail, "7") == "NODE FAILURE"
+    early = _judge(RUNNING, stepd_cause(tail, "7"), signalled=False)
+    assert (early.status, early.reason, early.requeue_self) == ("queued", "a node failed at step 12", False)
+    assert stepd_cause(tail + STEPD.format(""), "7") == ""  # stepd's own line, when there, decides
+    assert stepd_cause("srun: error: n1: task 0: Exited with exit code 1\n", "7") is None  # a rank alone
+
+
 def test_processes_that_ended_on_their_own_are_no_cancel() -> None:
     """A rank killed on a node that lives on: Slurm still runs the job, wrote no stepd line and sent no TERM."""
     own = _judge(RUNNING, signalled=False)

@@ -1,8 +1,9 @@
 """Booth load test: N concurrent visitor sessions on one served kiosk, over Streamlit's own websocket protocol.
 
 Each session is what a browser tab does, minus the rendering: open /_stcore/stream,
-ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it,
-read the result, then tap "Start over". Reports errors, single-session vs
+ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it (a rerun of the fragment the
+widget is drawn in, as the browser asks for it), read the result and GET the pictures it shows, then tap "Start
+over". Reports errors, single-session vs
 concurrent latency (p50/p95) and the server's RSS before and after the measured
 classifications, the server's CPU seconds per classification (every process of the server, the measured phase
 only) beside the booth backend's own forward CPU time at the batch sizes the server ran (measured after the
@@ -43,7 +44,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[1]
-FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
+FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+            ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
 # The booth's widgets as pages/booth.py labels them (Material icons, no emoji: issue 18/24)
 HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
 START_OVER = "button:Start over"
@@ -55,10 +57,14 @@ class RunResult:
     """What one script run sent back: widget ids by key suffix, markdown bodies, errors."""
 
     widgets: dict[str, str] = field(default_factory=dict)  # element kind + label -> widget id
-    markdown: list[str] = field(default_factory=list)
+    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> the fragment it is drawn in ("" none)
+    images: list[str] = field(default_factory=list)  # the URLs of the pictures shown (the browser GETs each)
+    markdown: list[str] = field(default_factory=list)  # markdown and HTML bodies
     captions: list[str] = field(default_factory=list)  # of st.image elements
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    elements: int = 0  # elements and blocks the run drew: each is a message the server's Python handles
+    status: int = 0  # how it finished: ForwardMsg.FINISHED_SUCCESSFULLY (the page) or FINISHED_FRAGMENT_RUN_...
 
 
 class BoothSession:
@@ -73,7 +79,9 @@ class BoothSession:
         self.http.open(f"{url}/_stcore/health", timeout=timeout).read()  # sets the _streamlit_xsrf cookie
         self.xsrf = next(c.value for c in jar if c.name == "_streamlit_xsrf")
         self.session_id = ""
+        self.page_hash = ""  # the page's script hash, as the browser sends it back with each rerun
         self.last = RunResult()
+        self.answered = RunResult()  # the run that answered the last photo (before its heat map's, if asked)
 
     def __enter__(self) -> BoothSession:
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -95,22 +103,33 @@ class BoothSession:
         msg.ParseFromString(self.ws.recv(timeout=self.timeout))
         return msg
 
-    def rerun(self, widgets: list[WidgetState]) -> RunResult:
+    def rerun(self, widgets: list[WidgetState], fragment_id: str = "") -> RunResult:
+        """A script run, as the browser asks for it: of the page, or of the fragment a changed widget is in."""
         start = time.perf_counter()
-        state = ClientState(widget_states=WidgetStates(widgets=widgets))
+        state = ClientState(widget_states=WidgetStates(widgets=widgets), fragment_id=fragment_id,
+                            page_script_hash=self.page_hash)
         self._send(BackMsg(rerun_script=state))
         result = RunResult()
         while True:
             msg = self._receive()
             kind = msg.WhichOneof("type")
-            if kind == "new_session" and msg.new_session.initialize.session_id:
-                self.session_id = msg.new_session.initialize.session_id
-            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                record_element(result, msg.delta.new_element)
+            if kind == "new_session":
+                self.session_id = msg.new_session.initialize.session_id or self.session_id
+                self.page_hash = msg.new_session.page_script_hash or self.page_hash
+            elif kind == "delta":
+                result.elements += msg.delta.WhichOneof("type") in ("new_element", "add_block")
+                if msg.delta.WhichOneof("type") == "new_element":
+                    record_element(result, msg.delta.new_element, msg.delta.fragment_id)
             elif kind == "script_finished" and msg.script_finished in FINISHED:
-                result.seconds = time.perf_counter() - start
+                result.seconds, result.status = time.perf_counter() - start, msg.script_finished
                 self.last = result
+                for url in result.images:  # what the browser fetches to show them
+                    self._http("GET", url, None, {})
                 return result
+
+    def tap(self, widgets: list[WidgetState]) -> RunResult:
+        """Widgets changed by the visitor: the run the browser asks for (the fragment of the first one's)."""
+        return self.rerun(widgets, self.last.fragments.get(widgets[0].id, ""))
 
     def upload(self, name: str, data: bytes) -> UploadedFileInfo:
         request_id = uuid.uuid4().hex
@@ -143,30 +162,32 @@ class BoothSession:
         info = self.upload("camera.jpg", data)
         camera = WidgetState(id=self.last.widgets["camera_input"],
                              file_uploader_state_value=FileUploaderState(uploaded_file_info=[info]))
-        result = self.rerun([camera])
+        result = self.answered = self.tap([camera])
         waited = time.perf_counter() - start
         if heatmap:
             toggle = WidgetState(id=result.widgets[HEATMAP], bool_value=True)
-            result = self.rerun([camera, toggle])
+            result = self.tap([toggle, camera])
         self.delete(info)  # what the browser does when a shot is retaken or cleared
         return result, waited
 
     def start_over(self) -> RunResult:
-        return self.rerun([WidgetState(id=self.last.widgets[START_OVER], trigger_value=True)])
+        return self.tap([WidgetState(id=self.last.widgets[START_OVER], trigger_value=True)])
 
 
-def record_element(result: RunResult, element) -> None:
+def record_element(result: RunResult, element, fragment_id: str = "") -> None:
     kind = element.WhichOneof("type")
-    if kind == "camera_input":
-        result.widgets["camera_input"] = element.camera_input.id
-    elif kind == "button":
-        result.widgets[f"button:{element.button.label}"] = element.button.id
-    elif kind == "checkbox":  # st.toggle too
-        result.widgets[f"checkbox:{element.checkbox.label}"] = element.checkbox.id
+    widget = {"camera_input": "camera_input", "button": f"button:{element.button.label}",
+              "checkbox": f"checkbox:{element.checkbox.label}"}.get(kind or "")  # st.toggle is a checkbox
+    if widget is not None:
+        result.widgets[widget] = getattr(element, kind or "").id
+        result.fragments[result.widgets[widget]] = fragment_id
     elif kind == "markdown":
         result.markdown.append(element.markdown.body)
+    elif kind == "html":  # the booth's answer, attract view and "how it works" are HTML blocks
+        result.markdown.append(element.html.body)
     elif kind == "imgs":
         result.captions.extend(image.caption for image in element.imgs.imgs)
+        result.images.extend(image.url for image in element.imgs.imgs if image.url)
     elif kind == "exception":
         result.errors.append(f"exception: {element.exception.message}")
     elif kind == "alert" and element.alert.format == element.alert.ERROR:
@@ -182,9 +203,12 @@ def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
 
 
 def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str],
-            timeout: float = 120.0, batches: list[int] | None = None) -> None:
-    """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"."""
+            timeout: float = 120.0, batches: list[int] | None = None, think_s: float = 0.0) -> None:
+    """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"; with `think_s`, a
+    person's look at each answer first (0.5-1.5x that, drawn per answer; 0: the next photo at once, a crowd that
+    never stops)."""
     batches = [] if batches is None else batches
+    looks = np.random.default_rng(seed)
     try:
         with BoothSession(url, timeout=timeout) as session:
             for i in range(rounds):
@@ -194,16 +218,19 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
                     errors.append(f"session {seed} round {i}: rows={rows} {result.errors}")
                 latencies.append(waited)
                 batches.extend(int(m.group(1)) for b in result.markdown for m in BATCH_NOTE.finditer(b))
+                if think_s:
+                    time.sleep(think_s * looks.uniform(0.5, 1.5))
                 session.start_over()
     except Exception as exc:  # reported, not raised: one failed session must not hide the others
         errors.append(f"session {seed}: {exc!r}")
 
 
 def drive(url: str, sessions: int, rounds: int, seed: int = 0, timeout: float = 120.0,
-          batches: list[int] | None = None) -> tuple[list[float], list[str]]:
+          batches: list[int] | None = None, think_s: float = 0.0) -> tuple[list[float], list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout, batches))
+    threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout, batches,
+                                                      think_s))
                for s in range(sessions)]
     for t in threads:
         t.start()
@@ -217,7 +244,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
-             single_rounds: int = 10) -> dict:
+             single_rounds: int = 10, think_s: float = 0.0) -> dict:
     """Warm up, time one session alone, then `sessions` at once; RSS around the concurrent part."""
     server = psutil.Process(server_pid)
     # Warm-up at full concurrency: model load, first inferences, allocator and thread pools at steady state.
@@ -237,7 +264,7 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     batches: list[int] = []
     load_before, cpu_start = os.getloadavg()[0], server_cpu_s(server)
     start = time.perf_counter()
-    many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000, batches=batches)
+    many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000, batches=batches, think_s=think_s)
     wall = time.perf_counter() - start
     many_cpu, load_after = server_cpu_s(server) - cpu_start, os.getloadavg()[0]
     done.set()
@@ -246,7 +273,7 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     rss_after = server.memory_info().rss
     single_p95, many_p95 = percentile(single, 95), percentile(many, 95)
     return {
-        "sessions": sessions, "rounds": rounds, "classifications": len(many),
+        "sessions": sessions, "rounds": rounds, "think_s": think_s, "classifications": len(many),
         "errors": warm_errors + single_errors + many_errors,
         "single_p50_s": percentile(single, 50), "single_p95_s": single_p95,
         "concurrent_p50_s": percentile(many, 50), "concurrent_p95_s": many_p95,
@@ -280,9 +307,14 @@ def server_cpu_s(server: psutil.Process) -> float:
     return total
 
 
-def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8) -> dict:
+WARMUP_RUNS = 5
+
+
+def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8, batch1_iters: int = 60) -> dict:
     """The booth backend's own forward, in this process with the server stopped: CPU ms per image (process CPU,
-    all threads) and images/s at batch 1 and at each batch size the server ran, plus the images/s it does alone
+    all threads) and images/s at batch 1 (`batch1_iters` forwards in three blocks, the median block: the figure the
+    server's CPU is set against; single blocks of 8 read 90-165 ms for the same int8 forward here) and at each batch
+    size the server ran, after WARMUP_RUNS at each shape, plus the images/s it does alone
     at the batch sizes the server formed (its histogram weighted). `booth_line` is the "booth ready" line's
     "LABEL · PROVIDER on DEVICE"; the environment is the server's (DLGUIDE_HOME's export is reused)."""
     from dlguide_core.booth import variant_label
@@ -305,16 +337,24 @@ def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8
     if backend is None:
         return {"backend": label, "error": "not matched"}
     sizes = sorted({1, *(int(b) for b in batch_histogram)})
-    rows = {}
+    rows: dict[str, dict] = {}
     for size in sizes:
         batch = sample_batch(loaded, size)
-        backend.run(batch)  # warm-up at this shape
-        cpu, wall = time.process_time(), time.perf_counter()
-        for _ in range(iters):
+        for _ in range(WARMUP_RUNS):  # at this shape: the runtime's first runs allocate
             backend.run(batch)
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        rows[str(size)] = {"cpu_ms_per_image": cpu * 1000 / (iters * size), "batch_wall_ms": wall * 1000 / iters,
-                           "images_per_s": iters * size / wall}
+        blocks: list[dict[str, float]] = []  # batch 1: three blocks, the median one kept (a block read 90-165 ms for
+        # the same forward)
+        for _ in range(3 if size == 1 else 1):
+            runs = batch1_iters // 3 if size == 1 else iters
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(runs):
+                backend.run(batch)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            blocks.append({"cpu_ms_per_image": cpu * 1000 / (runs * size), "batch_wall_ms": wall * 1000 / runs,
+                           "images_per_s": runs * size / wall})
+        blocks.sort(key=lambda block: block["cpu_ms_per_image"])
+        rows[str(size)] = {**blocks[len(blocks) // 2],
+                           "cpu_ms_per_image_blocks": [round(b["cpu_ms_per_image"], 1) for b in blocks]}
     counts = {b: n / int(b) for b, n in batch_histogram.items()}  # batches run, from answers per batch size
     images, seconds = (sum(c * int(b) for b, c in counts.items()),
                        sum(c * rows[b]["batch_wall_ms"] / 1000 for b, c in counts.items()))
@@ -382,6 +422,9 @@ def main() -> int:
     parser.add_argument("--home", default=None,
                         help="DLGUIDE_HOME to use and keep (its ONNX export is reused by the next run); default a "
                              "fresh temporary one")
+    parser.add_argument("--think-s", type=float, default=0.0,
+                        help="each concurrent visitor looks at an answer for about this long before the next photo "
+                             "(0.5-1.5x, drawn; default 0: a crowd that never stops, the saturation test)")
     parser.add_argument("--no-forward", action="store_true",
                         help="skip timing the backend's own forward after the server stops")
     args = parser.parse_args()
@@ -403,7 +446,7 @@ def main() -> int:
             proc = serve(port, env, log=log)
             try:
                 report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
-                                  single_rounds=args.single_rounds)
+                                  single_rounds=args.single_rounds, think_s=args.think_s)
             finally:
                 proc.terminate()
                 try:

@@ -5,6 +5,7 @@ The booth's model, runner and attract view are cached in ui.cache (serve.py warm
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import time
@@ -32,12 +33,22 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 .booth-track {background: #F3F4F6; border-radius: 0.6rem; height: 2.4rem; overflow: hidden;}
 .booth-fill {background: #ED1C24; height: 100%; border-radius: 0.6rem;}
 .booth-pct {font-size: 1.5rem; text-align: right;}
-[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {white-space: normal !important;
-  overflow: visible !important; text-overflow: clip !important; overflow-wrap: anywhere;}
-[data-testid="stMetricValue"] > div {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem);}
-[data-testid="stImage"] img {max-width: 100%; height: auto;}
+.booth-answer h2 {padding-top: 0; font-size: clamp(1.6rem, 3vw, 2.4rem); font-weight: 700;}
+.booth-attract h3 {font-size: clamp(1.3rem, 2.2vw, 1.8rem); font-weight: 700;}
+.booth-how h3 {font-size: 1.6rem; font-weight: 700;}
+.booth-metrics {display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 1rem; margin: 0.5rem 0;}
+.booth-metric-label {font-size: 0.9rem; color: #4B5563;}
+.booth-metric-value {line-height: 1.15; font-size: clamp(1.2rem, 2.2vw, 2.1rem); white-space: normal;
+  overflow-wrap: anywhere;}
+.booth-note {font-size: 0.9rem; color: #4B5563;}
+.booth-how-grid {display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 1rem;}
+.booth-attract {display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 2fr); gap: 1rem;}
+.booth-how-grid img, .booth-attract img, [data-testid="stImage"] img {width: 100%; max-width: 100%; height: auto;}
+.booth-how-grid figure, .booth-attract figure {margin: 0;}
+.booth-how-grid figcaption, .booth-attract figcaption {font-size: 0.9rem; color: #4B5563;}
 @media (max-width: 640px) {
-  [data-testid="stHorizontalBlock"]:has(.st-key-kiosk_answer) {flex-direction: column-reverse;}
+  [data-testid="stHorizontalBlock"]:has(.booth-answer) {flex-direction: column-reverse;}
+  .booth-how-grid, .booth-attract {grid-template-columns: 1fr;}
   .booth-row {grid-template-columns: 1fr 3.2rem; gap: 0.25rem 0.6rem;}
   .booth-label {grid-column: 1 / -1; font-size: 1.15rem; white-space: normal;}
   .booth-track {height: 1.5rem;}
@@ -46,7 +57,11 @@ button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {fo
 </style>"""
 CAMERA, UPLOAD = ":material/photo_camera: Camera", ":material/upload: Upload"  # icons need no emoji font
 # The booth's widget and session keys keep their "kiosk_" prefix: widget keys are contracts (README, tests).
-VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job"}  # not visitor data
+# The page's timer slots (ui/slots.py): the idle reset and the ticker are claimed by full runs only, so "Start over"
+# (a run of the visitor's screen alone) must not forget who holds them.
+IDLE_SLOT, ATTRACT_SLOT, TICKER_SLOT = "kiosk_idle", "kiosk_attract", "kiosk_ticker_chart"
+VISITOR_KEYS_KEPT = {"kiosk_nonce", "kiosk_last_active", "kiosk_job",  # not visitor data
+                     *(f"{slot}_owner" for slot in (IDLE_SLOT, ATTRACT_SLOT, TICKER_SLOT))}
 
 
 @dataclass(frozen=True)
@@ -113,30 +128,35 @@ def reset_visitor() -> None:
     st.session_state["kiosk_nonce"] = nonce() + 1  # new widget keys: the old uploader/camera are gone
 
 
-def idle_watchdog(idle_s: float, slot: TimerSlot) -> None:
-    """The idle reset, checked in `slot` every `booth.idle_check_s` while this run shows the visitor's photo (not
-    every second: an open tab costs a tick's Python, so ticks are few; the caption says the rule, not a count)."""
+def idle_timer(idle_s: float, slot: TimerSlot) -> None:
+    """The idle reset: every `booth.idle_check_s` a check of the visitor's last tap, declared once per page run in
+    `slot` (not with each answer: a fragment declared per visit cost every visit its messages). A tab showing no
+    photo checks nothing; the caption beside "Start over" says the rule."""
     from dlguide_core import booth
 
-    slot.claim("countdown")
+    slot.claim("idle")
     with slot.container:
-        st.fragment(run_every=booth.idle_check_s(idle_s))(_countdown)(idle_s, slot)
+        st.fragment(run_every=booth.idle_check_s(idle_s))(_idle_check)(idle_s, slot)
 
 
-def _countdown(idle_s: float, slot: TimerSlot) -> None:
+def _idle_check(idle_s: float, slot: TimerSlot) -> None:
     from dlguide_core import booth
 
-    if not slot.holds("countdown"):  # a late tick after "Start over": nothing left to clear or count down
-        return
-    left = booth.seconds_left(st.session_state["kiosk_last_active"], time.monotonic(), idle_s)
-    if left <= 0:
+    if not slot.holds("idle") or not st.session_state.get("kiosk_photo_shown"):
+        return  # a late tick of a page no longer drawn, or nothing to clear: draws nothing either way
+    if booth.seconds_left(st.session_state["kiosk_last_active"], time.monotonic(), idle_s) <= 0:
         reset_visitor()
         st.rerun(scope="app")
-    st.caption(f":material/hourglass_top: This screen clears itself {idle_s:.0f} s after your last tap.")
+
+
+def data_uri(jpeg: bytes) -> str:
+    """A JPEG for an <img> inside the page's HTML: no media file and no second request per picture shown."""
+    return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
 def attract_view(items: list, slot: TimerSlot) -> None:
-    """The bundled samples in turn, in `slot` (every booth screen shows the same one at the same time)."""
+    """The bundled samples in turn, in `slot` (every booth screen shows the same one at the same time): one HTML
+    element per tick, its picture inline."""
     from dlguide_core import booth
 
     @st.fragment(run_every=booth.ATTRACT_PERIOD_S)
@@ -146,15 +166,54 @@ def attract_view(items: list, slot: TimerSlot) -> None:
         from dlguide_core.vision.samples import sample_title
 
         item = items[booth.attract_index(time.time(), len(items))]
-        left, right = st.columns([1, 2])
-        left.image(item.jpeg, caption=f"Example: {sample_title(item.name)}", width="stretch", output_format="JPEG")
-        with right:
-            st.markdown("### Show the camera something, or upload a photo!")
-            st.markdown(bars_html(item.top), unsafe_allow_html=True)
+        title = html.escape(f"Example: {sample_title(item.name)}")
+        st.html(f'<div class="booth-attract"><figure><img src="{data_uri(item.jpeg)}" alt="{title}">'
+                f'<figcaption>{title}</figcaption></figure><div><h3>Show the camera something, or upload a photo!'
+                f'</h3>{bars_html(item.top)}</div></div>')
 
     slot.claim("attract")
     with slot.container:
         view()
+
+
+@st.fragment
+def visitor_screen(loaded, runner) -> None:
+    """The visitor's part of the booth: the photo, the answer (or the attract view) and how it works. A fragment:
+    a visitor's tap reruns this alone, not the page around it; and it is drawn in few elements (each one a
+    message the server's Python handles: about 1 ms of its CPU apiece under a crowd, issue 30's profile)."""
+    from dlguide_core import booth
+    from ui.cache import attract_items
+
+    st.session_state["kiosk_last_active"] = time.monotonic()  # every run of this screen is a visitor's tap
+    controls, stage = st.columns([2, 3], gap="large")
+    with stage:
+        answer_slot = st.container()
+        # The attract view's timer draws here, at the same place in every run (ui/slots.py): a late tick once a
+        # photo is shown finds its place still there and draws nothing.
+        attract_slot = timer_slot(ATTRACT_SLOT)
+    with controls:
+        photo = visitor_photo()
+    visitor = None
+    if photo:
+        attract_slot.container.empty()  # at once, not when this run ends: the answer takes the attract view's place
+        with answer_slot:
+            visitor = classify_visitor(loaded, runner, *photo)
+            if visitor is not None:
+                show_visitor(loaded, runner, visitor)
+    if visitor is None:
+        attract_view(attract_items(loaded, runner), attract_slot)
+    if photo is not None:
+        with controls:
+            # A callback: the photo is dropped before the tap's run, which then draws the fresh screen (one run,
+            # not a run that draws the old screen and a second one after st.rerun()).
+            st.button("Start over", key=f"kiosk_restart_{nonce()}", width="stretch", icon=":material/restart_alt:",
+                      on_click=reset_visitor)
+            st.caption(f":material/hourglass_top: This screen clears itself {booth.idle_seconds():.0f} s after "
+                       "your last tap.")
+        st.session_state["kiosk_last_active"] = time.monotonic()  # the idle time starts once the answer is shown
+        st.session_state["kiosk_photo_shown"] = True  # the page's idle timer clears it (reset_visitor forgets this)
+    if visitor is not None:
+        how_it_works(loaded, visitor)
 
 
 def run_name(job) -> str:
@@ -190,7 +249,7 @@ def training_ticker() -> None:
     from ui.cache import existing_job_store
 
     # The same three places in every run, jobs or not: the chart's timer always writes at one place.
-    heading, chooser, chart = st.container(), st.container(), timer_slot("kiosk_ticker_chart")
+    heading, chooser, chart = st.container(), st.container(), timer_slot(TICKER_SLOT)
     store = existing_job_store()
     try:
         running = [j for j in store.list_jobs() if j.status == "running"] if store else []
@@ -225,23 +284,18 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
     """The visitor's image and prediction, computed once per photo and kept in session memory."""
     from dlguide_core import booth
     from dlguide_core.errors import DlguideError
-    from dlguide_core.vision.gradcam import model_view
-    from dlguide_core.vision.images import load_image
-    from dlguide_core.vision.presets import preprocess
 
     digest = hashlib.sha256(data).hexdigest()
     visitor = st.session_state.get("kiosk_visitor")
     if visitor is not None and visitor.digest == digest:
         return visitor
-    try:
-        image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
-        result = booth.predict_timed(loaded, runner, image)
+    try:  # decoded, answered and its pictures encoded once here (never again on a rerun)
+        answered = booth.answer_photo(loaded, runner, data, name)
     except DlguideError as exc:  # a bad image, or the worker could not answer: this visitor only, in one line
         st.error(str(exc), icon=":material/block:")
         return None
-    view = model_view(preprocess([image], loaded.preset), loaded.preset)
-    # Encoded once here, in this visitor's thread; st.image passes JPEG bytes on as they are on every rerun.
-    visitor = Visitor(digest, image, result, photo_jpeg=booth.jpeg_bytes(image), view_jpeg=booth.jpeg_bytes(view))
+    visitor = Visitor(digest, answered.image, answered.result, photo_jpeg=answered.photo_jpeg,
+                      view_jpeg=answered.view_jpeg)
     st.session_state["kiosk_visitor"] = visitor
     return visitor
 
@@ -253,14 +307,7 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
 
     result = visitor.result
     top = result.top[0]
-    # Keyed: on a phone the answer's column comes first (CSS), above the camera, so it starts above the fold.
-    st.container(key="kiosk_answer").markdown(f"## I think it's a **{html.escape(top.label)}** ({top.prob:.0%})")
-    st.markdown(bars_html(result.top), unsafe_allow_html=True)
-    a, b, c = st.columns(3)
-    a.metric("This prediction took", f"{result.latency_ms:.0f} ms")
-    b.metric("Ran on", result.device)
-    c.metric("Backend", readable_backend(result.backend))
-    st.caption(batch_note(result))
+    st.html(answer_html(result))  # one element: each one is a message the server handles under the crowd
     if st.toggle(":material/local_fire_department: Where did the model look?", key=f"kiosk_heatmap_{nonce()}"):
         if visitor.cam is None:
             try:  # in the booth's worker, between two batches: others' predictions wait at most this one
@@ -272,6 +319,22 @@ def show_visitor(loaded, runner, visitor: Visitor) -> None:
             st.session_state["kiosk_visitor"] = visitor
         st.image(visitor.cam_jpeg, caption=heatmap_caption(top.label, loaded.trained), width="stretch",
                  output_format="JPEG")
+
+
+METRICS = ("This prediction took", "Ran on", "Backend")  # the answer's three figures, in order
+
+
+def answer_html(result: TimedPrediction) -> str:
+    """The answer, its top-5 bars, the three figures and whose photos shared the forward, as one HTML block. Its
+    class `booth-answer` puts its column first on a phone (CSS), above the camera, so it starts above the fold."""
+    top = result.top[0]
+    values = (f"{result.latency_ms:.0f} ms", result.device, readable_backend(result.backend))
+    figures = "".join(f'<div class="booth-metric"><div class="booth-metric-label">{label}</div>'
+                      f'<div class="booth-metric-value">{html.escape(value)}</div></div>'
+                      for label, value in zip(METRICS, values))
+    return (f'<div class="booth-answer"><h2>I think it\'s a <b>{html.escape(top.label)}</b> ({top.prob:.0%})</h2>'
+            f'{bars_html(result.top)}<div class="booth-metrics">{figures}</div>'
+            f'<p class="booth-note">{html.escape(batch_note(result))}</p></div>')
 
 
 def heatmap_caption(label: str, trained: bool) -> str:
@@ -296,13 +359,13 @@ def batch_note(result: TimedPrediction) -> str:
 
 
 def how_it_works(loaded, visitor: Visitor) -> None:
-    st.subheader("How it works")
+    """Photo, what the model saw and the answer, side by side: one HTML element, the pictures inline."""
     preset = loaded.preset
-    one, two, three = st.columns(3)
-    one.image(visitor.photo_jpeg, caption="1 · Your photo", width="stretch", output_format="JPEG")
-    two.image(visitor.view_jpeg, caption=f"2 · What the model sees: resized to {preset.resize}, centre-cropped to "
-                                         f"{preset.crop}×{preset.crop}, colours normalised", width="stretch",
-              output_format="JPEG")
+    seen = (f"2 · What the model sees: resized to {preset.resize}, centre-cropped to {preset.crop}×{preset.crop}, "
+            "colours normalised")
     top = visitor.result.top[0]
-    three.markdown(f"**3 · The answer**\n\n### {html.escape(top.label)}\n\n{top.prob:.0%} sure, "
-                   f"out of the {len(loaded.class_names)} things it knows.")
+    st.html(f'<div class="booth-how"><h3>How it works</h3><div class="booth-how-grid">'
+            f'<figure><img src="{data_uri(visitor.photo_jpeg)}" alt="Your photo"><figcaption>1 · Your photo'
+            f'</figcaption></figure><figure><img src="{data_uri(visitor.view_jpeg)}" alt="What the model sees">'
+            f'<figcaption>{seen}</figcaption></figure><div><p><b>3 · The answer</b></p><h3>{html.escape(top.label)}'
+            f'</h3><p>{top.prob:.0%} sure, out of the {len(loaded.class_names)} things it knows.</p></div></div></div>')

@@ -20,7 +20,7 @@ CUT = """sel => [...document.querySelectorAll(sel)].filter(e => e.scrollWidth > 
                                                     .map(e => e.textContent)"""
 LONGEST_BACKEND = """e => { const text = document.createTreeWalker(e, NodeFilter.SHOW_TEXT).nextNode();
                             text.textContent = 'ONNX Runtime int8 · MIGraphXExecutionProvider'; }"""
-TEXTS = '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, .booth-label, .booth-pct'
+TEXTS = ".booth-metric-value, .booth-metric-value *, .booth-label, .booth-pct"
 
 
 def photo(path: Path) -> Path:
@@ -69,7 +69,8 @@ def test_visitor_flow_and_idle_reset(booth_url: str, browser_page, tmp_path: Pat
     page.get_by_text(ATTRACT).wait_for(timeout=40_000)
     for gone in ("I think it's a", "visitor.jpg", "Grad-CAM for", "Your photo"):  # stale elements go at run end
         expect(page.get_by_text(gone, exact=False)).to_have_count(0, timeout=20_000)
-    expect(page.locator("[data-testid=stImage]")).to_have_count(1)  # only the attract view's sample
+    expect(page.locator(".booth-attract img")).to_have_count(1)  # only the attract view's sample
+    expect(page.locator("[data-testid=stImage], .booth-how img")).to_have_count(0)  # no photo, model view or heat map
 
 
 def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str, browser, tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
         page.get_by_text("Upload", exact=True).click()
         page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
         page.get_by_text("This prediction took").wait_for()  # both sizes are checked well within the 12 s idle
-        values = page.locator('[data-testid="stMetricValue"]')
+        values = page.locator(".booth-metric-value")
         expect(values).to_have_count(3)
         sizes = {"wide": (1920, 1080), "phone": (390, 844)}
         for name, (width, height) in sizes.items():

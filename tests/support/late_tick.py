@@ -1,9 +1,11 @@
-"""A fragment timer's tick that lands just after a full rerun, on purpose (served browser tests).
+"""A fragment timer's tick that lands just after a user's action, on purpose (served browser tests).
 
-On a busy server a `st.fragment(run_every=...)` tick can reach Streamlit while a full rerun (the user's action) is
-under way; Streamlit then runs that fragment once more after the full run, at the place the fragment had when it
-was declared. `LateTick` makes that happen every time: once armed, it holds the page's next full-rerun request
-until the page's next fragment tick, then lets the rerun through and the tick `delay_ms` later."""
+On a busy server a `st.fragment(run_every=...)` tick can reach Streamlit while the run of a user's action (a full
+rerun, or the rerun of the fragment the tapped widget is in: the booth's visitor screen) is under way; Streamlit
+then runs that timer once more after the action's run, at the place the timer had when it was declared.
+`LateTick` makes that happen every time: once armed, it holds the page's next action (a rerun request the user's
+tap sent, not a timer's) until the page's next timer tick, then lets the action through and the tick `delay_ms`
+later."""
 
 from __future__ import annotations
 
@@ -11,15 +13,17 @@ import re
 import time
 
 
-def _fragment_of(message: object) -> str | None:
-    """"" for a full rerun request, the fragment's id for a tick, None for anything else."""
+def _rerun_kind(message: object) -> str | None:
+    """"action" for a rerun request a user's tap sent, "tick" for a timer's, None for anything else."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     if not isinstance(message, bytes):
         return None
     msg = BackMsg()
     msg.ParseFromString(message)
-    return msg.rerun_script.fragment_id if msg.WhichOneof("type") == "rerun_script" else None
+    if msg.WhichOneof("type") != "rerun_script":
+        return None
+    return "tick" if msg.rerun_script.is_auto_rerun else "action"
 
 
 class LateTick:
@@ -35,10 +39,10 @@ class LateTick:
         server = self.server = socket.connect_to_server()
 
         def from_page(message) -> None:
-            fragment = _fragment_of(message)
-            if self.armed and fragment == "" and self.rerun is None:
-                self.rerun = message  # the user's full rerun: held...
-            elif self.armed and fragment and self.rerun is not None and self.tick is None:
+            kind = _rerun_kind(message)
+            if self.armed and kind == "action" and self.rerun is None:
+                self.rerun = message  # the user's action: held...
+            elif self.armed and kind == "tick" and self.rerun is not None and self.tick is None:
                 self.tick = message  # ...until the page's next tick
             else:
                 server.send(message)
@@ -53,7 +57,7 @@ class LateTick:
         deadline = time.monotonic() + timeout_s
         while (self.rerun is None or self.tick is None) and time.monotonic() < deadline:
             self.page.wait_for_timeout(10)
-        assert self.rerun is not None, "the action sent no full rerun"
+        assert self.rerun is not None, "the action sent no rerun"
         assert self.tick is not None, "no fragment tick after the action"
         self.armed = False
         self.server.send(self.rerun)

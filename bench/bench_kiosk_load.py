@@ -16,6 +16,7 @@ tests/served/test_booth_load.py runs it small; run this for the real numbers:
 from __future__ import annotations
 
 import argparse
+import functools
 import http.cookiejar
 import io
 import json
@@ -244,15 +245,24 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
-             single_rounds: int = 10, think_s: float = 0.0) -> dict:
-    """Warm up, time one session alone, then `sessions` at once; RSS around the concurrent part."""
+             single_rounds: int = 10, think_s: float = 0.0, probe=None) -> dict:
+    """Warm up, time one session alone, then `sessions` at once; RSS around the concurrent part. `probe`: a
+    function that returns the booth backend's forward CPU ms per image at batch 1, timed in this process while the
+    server is idle; called before, between and after the two phases, so that each phase's server CPU is set against
+    the forward as this machine ran it then (its speed drifts: a whole run read 30 % slower here, server and forward
+    alike)."""
     server = psutil.Process(server_pid)
+    probes: list[float] = []
     # Warm-up at full concurrency: model load, first inferences, allocator and thread pools at steady state.
     # A fresh server may first export and compile the model (tens of seconds on a loaded CPU): wait longer.
     _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900, timeout=300.0)
+    if probe:
+        probes.append(probe())
     cpu_start = server_cpu_s(server)
     single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
     single_cpu = server_cpu_s(server) - cpu_start
+    if probe:
+        probes.append(probe())
     rss_before = server.memory_info().rss
     samples: list[int] = []
     done = threading.Event()
@@ -267,6 +277,8 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000, batches=batches, think_s=think_s)
     wall = time.perf_counter() - start
     many_cpu, load_after = server_cpu_s(server) - cpu_start, os.getloadavg()[0]
+    if probe:
+        probes.append(probe())
     done.set()
     sampler.join()
     gpu_sampler.join()
@@ -292,7 +304,20 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
         "rss_quartiles_mb": [samples[min(len(samples) - 1, int(q * (len(samples) - 1)))] / 2**20
                              for q in (0, 0.25, 0.5, 0.75, 1.0)] if samples else [],
         "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "default"),
+        **in_run_overheads(probes, single_cpu / len(single) if single else float("nan"),
+                           many_cpu / len(many) if many else float("nan")),
     }
+
+
+def in_run_overheads(probes: list[float], single_cpu_s: float, many_cpu_s: float) -> dict:
+    """The server's CPU per classification beyond one batch-1 forward, each phase against the forward timed
+    around it (the mean of the probes before and after it)."""
+    if len(probes) != 3:
+        return {}
+    single_fwd, many_fwd = (probes[0] + probes[1]) / 2, (probes[1] + probes[2]) / 2
+    return {"forward_probes_ms": [round(p, 1) for p in probes],
+            "in_run_single_server_cpu_minus_forward_ms": single_cpu_s * 1000 - single_fwd,
+            "in_run_server_cpu_minus_forward_ms": many_cpu_s * 1000 - many_fwd}
 
 
 def server_cpu_s(server: psutil.Process) -> float:
@@ -310,21 +335,17 @@ def server_cpu_s(server: psutil.Process) -> float:
 WARMUP_RUNS = 5
 
 
-def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8, batch1_iters: int = 60) -> dict:
-    """The booth backend's own forward, in this process with the server stopped: CPU ms per image (process CPU,
-    all threads) and images/s at batch 1 (`batch1_iters` forwards in three blocks, the median block: the figure the
-    server's CPU is set against; single blocks of 8 read 90-165 ms for the same int8 forward here) and at each batch
-    size the server ran, after WARMUP_RUNS at each shape, plus the images/s it does alone
-    at the batch sizes the server formed (its histogram weighted). `booth_line` is the "booth ready" line's
-    "LABEL · PROVIDER on DEVICE"; the environment is the server's (DLGUIDE_HOME's export is reused)."""
+def booth_backend(booth_line: str):
+    """(label, the prepared backend or None, the loaded model): the backend the booth's "booth ready" line names
+    ("LABEL · PROVIDER on DEVICE"), prepared in this process; the environment is the server's (DLGUIDE_HOME's export
+    is reused, not redone)."""
     from dlguide_core.booth import variant_label
     from dlguide_core.inference import names, registry
-    from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+    from dlguide_core.inference.backend_base import BackendOptions
     from dlguide_core.vision.models import load_model
 
     loaded = load_model("imagenet")
     label = booth_line.split(" · ")[0]
-    backend = None
     for name, ranked in names.ranking():
         options = BackendOptions(target=ranked.target, precision=ranked.precision)
         if name == names.BASELINE:
@@ -332,27 +353,47 @@ def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8
         want = names.label(name, ranked.target) + ("" if ranked.precision == "fp32" else f" {ranked.precision}")
         if want == label or (name == names.BASELINE and label == names.label(name)):
             backend = registry.prepare_backend(name, loaded, options=options)
-            label = variant_label(backend)
-            break
+            return variant_label(backend), backend, loaded
+    return label, None, loaded
+
+
+def time_forward(backend, loaded, size: int, runs: int, warmup: int = 0) -> dict[str, float]:
+    """`runs` forwards of a batch of `size` (after `warmup`): CPU ms per image (process CPU, all threads), the
+    batch's wall ms, images/s."""
+    from dlguide_core.inference.backend_base import sample_batch
+
+    batch = sample_batch(loaded, size)
+    for _ in range(warmup):
+        backend.run(batch)
+    if not runs:
+        return {}
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(runs):
+        backend.run(batch)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {"cpu_ms_per_image": cpu * 1000 / (runs * size), "batch_wall_ms": wall * 1000 / runs,
+            "images_per_s": runs * size / wall}
+
+
+WARMUP_RUNS = 5
+
+
+def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8, batch1_iters: int = 60,
+                prepared=None) -> dict:
+    """The booth backend's own forward, in this process with the server stopped: CPU ms per image (process CPU,
+    all threads) and images/s at batch 1 (`batch1_iters` forwards in three blocks, the median block; single blocks
+    of 8 read 90-165 ms for the same int8 forward here) and at each batch size the server ran, after WARMUP_RUNS at
+    each shape, plus the images/s it does alone at the batch sizes the server formed (its histogram weighted).
+    `prepared`: booth_backend's answer, when this process has it already."""
+    label, backend, loaded = prepared or booth_backend(booth_line)
     if backend is None:
         return {"backend": label, "error": "not matched"}
     sizes = sorted({1, *(int(b) for b in batch_histogram)})
     rows: dict[str, dict] = {}
     for size in sizes:
-        batch = sample_batch(loaded, size)
-        for _ in range(WARMUP_RUNS):  # at this shape: the runtime's first runs allocate
-            backend.run(batch)
-        blocks: list[dict[str, float]] = []  # batch 1: three blocks, the median one kept (a block read 90-165 ms for
-        # the same forward)
-        for _ in range(3 if size == 1 else 1):
-            runs = batch1_iters // 3 if size == 1 else iters
-            cpu, wall = time.process_time(), time.perf_counter()
-            for _ in range(runs):
-                backend.run(batch)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            blocks.append({"cpu_ms_per_image": cpu * 1000 / (runs * size), "batch_wall_ms": wall * 1000 / runs,
-                           "images_per_s": runs * size / wall})
-        blocks.sort(key=lambda block: block["cpu_ms_per_image"])
+        time_forward(backend, loaded, size, 0, warmup=WARMUP_RUNS)  # at this shape: the first runs allocate
+        blocks = sorted((time_forward(backend, loaded, size, batch1_iters // 3 if size == 1 else iters)
+                         for _ in range(3 if size == 1 else 1)), key=lambda block: block["cpu_ms_per_image"])
         rows[str(size)] = {**blocks[len(blocks) // 2],
                            "cpu_ms_per_image_blocks": [round(b["cpu_ms_per_image"], 1) for b in blocks]}
     counts = {b: n / int(b) for b, n in batch_histogram.items()}  # batches run, from answers per batch size
@@ -405,6 +446,19 @@ def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.
     return proc
 
 
+def ready_line(log_path: Path) -> str | None:
+    """What served the visitors: the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line's
+    "BACKEND · PROVIDER on DEVICE", None before it is written."""
+    ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
+    return ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready else None
+
+
+def probe_forward(backend, loaded) -> float:
+    """The batch-1 forward's CPU ms per image now: the median of three blocks of 10."""
+    blocks = sorted(time_forward(backend, loaded, 1, 10)["cpu_ms_per_image"] for _ in range(3))
+    return blocks[1]
+
+
 def kept_weights(home: Path, weights_env) -> dict[str, str]:
     """`weights_env` once per DLGUIDE_HOME: a kept --home reuses its stand-in weights (and so its export)."""
     if (home / "torch_home").is_dir():
@@ -442,11 +496,21 @@ def main() -> int:
         if args.backend:
             env["DLGUIDE_KIOSK_BACKEND"] = args.backend
         log_path = Path(home) / "server.log"
+        prepared = None
         with log_path.open("wb") as log:
             proc = serve(port, env, log=log)
             try:
+                probe = None
+                booth_line = ready_line(log_path)
+                if booth_line and not args.no_forward:  # the booth's backend, here too: timed around each phase
+                    os.environ.update(env)  # the server's weights and DLGUIDE_HOME: its export is reused
+                    prepared = booth_backend(booth_line)
+                    if prepared[1] is not None:
+                        _, backend, loaded = prepared
+                        time_forward(backend, loaded, 1, 0, warmup=WARMUP_RUNS)
+                        probe = functools.partial(probe_forward, backend, loaded)
                 report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
-                                  single_rounds=args.single_rounds, think_s=args.think_s)
+                                  single_rounds=args.single_rounds, think_s=args.think_s, probe=probe)
             finally:
                 proc.terminate()
                 try:
@@ -454,13 +518,11 @@ def main() -> int:
                 except subprocess.TimeoutExpired:  # a loaded box: the report counts, not a graceful exit
                     proc.kill()
                     proc.wait(timeout=30)
-        ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
-        # the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line names what served the visitors
-        report["booth"] = (ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready
-                           else "unknown (no 'booth ready' line in the log)")
-        if ready and not args.no_forward:
+        booth_line = ready_line(log_path)
+        report["booth"] = booth_line or "unknown (no 'booth ready' line in the log)"
+        if booth_line and not args.no_forward:
             os.environ.update(env)  # the server's weights and DLGUIDE_HOME: its export is reused, not redone
-            report["forward"] = forward_cpu(report["booth"], report["batch_histogram"] or {"1": 1})
+            report["forward"] = forward_cpu(booth_line, report["batch_histogram"] or {"1": 1}, prepared=prepared)
             fwd = report["forward"].get("by_batch", {}).get("1", {}).get("cpu_ms_per_image")
             if fwd is not None:
                 report["server_cpu_minus_forward_ms"] = report["server_cpu_per_classification_s"] * 1000 - fwd

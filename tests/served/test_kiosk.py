@@ -173,7 +173,9 @@ def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browse
     place (below the answer's "Start over"), and the browser, told to draw past the end of a column, blanked the
     whole page ("Bad delta path index"): a white screen for the next visitor. On a busy server the tick reaches
     it while the tap's run is under way; here the socket holds the tap until the page's next tick, then lets the
-    tap through and the tick a moment later, as a busy server would see them (at several delays)."""
+    tap through and the tick a moment later, as a busy server would see them (at several delays). Since issue 30 the
+    tap reruns the visitor's screen alone (a fragment) and the page's timers are the idle check and the attract
+    view: a late tick of either after the tap's run must leave the page whole too."""
     from tests.support.late_tick import LateTick
 
     page = browser_page

@@ -1,0 +1,165 @@
+"""The booth's server CPU per classification with real browsers (issue 30's independent check): N headless Debian
+chromium visitors at once against a booth started as `make kiosk` starts it (serve.command, DLGUIDE_KIOSK=1), each
+uploading photos in turn (Upload, the photo, wait for the answer, "Start over"), with every tab's timers running.
+
+Reported: classifications, errors, the server's CPU (every process of it) over the measured phase per
+classification, the booth backend's own forward CPU at batch 1 (bench_kiosk_load.forward_cpu, after the server
+stops, same weights and DLGUIDE_HOME) and the difference, the answers' batch sizes and the visitors' waits.
+
+    .venv/bin/python bench/bench_booth_browsers.py [--visitors 5] [--rounds 6] [--home DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_first_visit import weights_env  # noqa: E402
+from bench_kiosk_load import BATCH_NOTE, forward_cpu, kept_weights, serve, server_cpu_s  # noqa: E402
+from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
+
+ATTRACT = "Show the camera something"
+
+
+def photo(seed: int) -> bytes:
+    """A distinct photo-like JPEG per round: a bundled sample, shifted and tinted (real photos compress as photos
+    do; noise would inflate every picture the booth sends back)."""
+    from dlguide_core.vision.samples import bundled_samples
+
+    paths = list(bundled_samples().values())
+    rng = np.random.default_rng(seed)
+    with Image.open(paths[seed % len(paths)]) as img:
+        image = img.convert("RGB")
+    w, h = image.size
+    dx, dy = int(rng.integers(0, max(1, w // 8))), int(rng.integers(0, max(1, h // 8)))
+    pixels = np.asarray(image.crop((dx, dy, w - w // 8 + dx, h - h // 8 + dy)), dtype=np.int16)
+    pixels = np.clip(pixels + rng.integers(-12, 13, 3), 0, 255).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=88)
+    return buffer.getvalue()
+
+
+async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, waits: list[float],
+                  batches: list[int], errors: list[str], ready: asyncio.Barrier, go: asyncio.Event) -> None:
+    context = await browser.new_context(viewport={"width": 1200, "height": 900})
+    page = await context.new_page()
+    page.set_default_timeout(300_000)
+    try:
+        await page.goto(url)
+        await page.get_by_text(ATTRACT).wait_for()
+        await ready.wait()
+        await go.wait()
+        for i in range(rounds):
+            path = workdir / f"visitor{index}-{i}.jpg"
+            path.write_bytes(photo(1000 * index + i))
+            await page.locator(f".st-key-kiosk_source_{i}").get_by_text("Upload", exact=True).click()
+            start = time.perf_counter()
+            await page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
+            answer = page.locator(".booth-answer")
+            await answer.wait_for()
+            waits.append(time.perf_counter() - start)
+            batches.extend(int(m.group(1)) for m in BATCH_NOTE.finditer(await answer.inner_text()))
+            await page.locator(f".st-key-kiosk_restart_{i} button").click()
+            await page.locator(f".st-key-kiosk_source_{i + 1}").wait_for()
+    except Exception as exc:  # reported, not raised: one visitor's failure must not hide the others
+        errors.append(f"visitor {index}: {exc!r}"[:300])
+    finally:
+        await context.close()
+
+
+async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, workdir: Path) -> dict:
+    from playwright.async_api import async_playwright
+
+    server = psutil.Process(pid)
+    waits: list[float] = []
+    batches: list[int] = []
+    errors: list[str] = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        ready, go = asyncio.Barrier(visitors + 1), asyncio.Event()
+        tasks = [asyncio.create_task(visitor(browser, url, v, rounds, workdir, waits, batches, errors, ready, go))
+                 for v in range(visitors)]
+        await asyncio.wait_for(ready.wait(), timeout=600)  # every tab on the attract view
+        await asyncio.sleep(2)
+        cpu, start = server_cpu_s(server), time.perf_counter()
+        go.set()
+        await asyncio.gather(*tasks)
+        cpu, wall = server_cpu_s(server) - cpu, time.perf_counter() - start
+        await browser.close()
+    done = len(waits)
+    return {"visitors": visitors, "rounds": rounds, "classifications": done, "errors": errors,
+            "wall_s": wall, "classifications_per_s": done / wall if wall else 0.0,
+            "server_cpu_per_classification_ms": cpu * 1000 / done if done else float("nan"),
+            "wait_p50_s": float(np.percentile(waits, 50)) if waits else float("nan"),
+            "wait_p95_s": float(np.percentile(waits, 95)) if waits else float("nan"),
+            "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--visitors", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--home", default=None, help="DLGUIDE_HOME to use and keep (its ONNX export is reused)")
+    parser.add_argument("--backend", default=None, help="DLGUIDE_KIOSK_BACKEND (default: the booth's own choice)")
+    args = parser.parse_args()
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("Debian chromium is needed (apt-get install chromium)")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory() as scratch:
+        home = Path(args.home or scratch)
+        home.mkdir(parents=True, exist_ok=True)
+        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": str(home), "DLGUIDE_OFFLINE": "1",
+               "MALLOC_ARENA_MAX": "2", **kept_weights(home, weights_env)}
+        if args.backend:
+            env["DLGUIDE_KIOSK_BACKEND"] = args.backend
+        log_path = home / "server.log"
+        with log_path.open("wb") as log:
+            proc = serve(port, env, log=log)
+            try:
+                report = asyncio.run(crowd(f"http://127.0.0.1:{port}", proc.pid, args.visitors, args.rounds,
+                                           chromium, Path(scratch)))
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=30)
+        ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
+        report["booth"] = ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready else "unknown"
+        if ready:
+            os.environ.update(env)
+            forward = forward_cpu(report["booth"], {"1": 1})
+            report["forward_cpu_ms_batch1"] = forward.get("by_batch", {}).get("1", {}).get("cpu_ms_per_image")
+            report["forward_blocks_ms"] = forward.get("by_batch", {}).get("1", {}).get("cpu_ms_per_image_blocks")
+            if report["forward_cpu_ms_batch1"] is not None:
+                report["server_cpu_minus_forward_ms"] = (report["server_cpu_per_classification_ms"]
+                                                         - report["forward_cpu_ms_batch1"])
+        report["loadavg_1min"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=2))
+    return 0 if not report["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

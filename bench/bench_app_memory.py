@@ -92,10 +92,11 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
             page.get_by_role("option", name="none (untrained, random init)").click()
         for i, path in enumerate(files):
             if booth:
+                from bench_kiosk_load import UPLOAD_TAB  # bench/ is this script's own folder
                 # Each "Start over" re-keys the visitor's widgets (kiosk_<widget>_<nonce>, nonce i for the i-th
                 # photo): address the new ones by key, never a stale copy still on screen from the last run.
                 step = f"upload {i}: choose Upload"
-                page.locator(f".st-key-kiosk_source_{i}").get_by_text("Upload", exact=True).click()
+                page.locator(UPLOAD_TAB.format(i)).filter(has_text="Upload").click()
                 step = f"upload {i}: send the file"
                 page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
                 step = f"upload {i}: wait for the answer"

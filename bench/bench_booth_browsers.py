@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_first_visit import weights_env  # noqa: E402
-from bench_kiosk_load import BATCH_NOTE, forward_cpu, kept_weights, serve, server_cpu_s  # noqa: E402
+from bench_kiosk_load import BATCH_NOTE, UPLOAD_TAB, forward_cpu, kept_weights, serve, server_cpu_s  # noqa: E402
 from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
 
 ATTRACT = "Show the camera something"
@@ -70,7 +70,7 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
         for i in range(rounds):
             path = workdir / f"visitor{index}-{i}.jpg"
             path.write_bytes(photo(1000 * index + i))
-            await page.locator(f".st-key-kiosk_source_{i}").get_by_text("Upload", exact=True).click()
+            await page.locator(UPLOAD_TAB.format(i)).filter(has_text="Upload").click()
             start = time.perf_counter()
             await page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
             answer = page.locator(".booth-answer")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_first_visit import weights_env  # noqa: E402
-from bench_kiosk_load import server_cpu_s, shot  # noqa: E402
+from bench_kiosk_load import UPLOAD_TAB, server_cpu_s, shot  # noqa: E402
 from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
 
 import serve  # noqa: E402 - the launcher, imported from the project root
@@ -53,7 +53,7 @@ def idle_share(url: str, pid: int, tabs: int, idle_s: float, chromium: str, *, w
             if with_photo:
                 photo = workdir / "visitor.jpg"
                 photo.write_bytes(shot(7))
-                page.get_by_text("Upload", exact=True).click()
+                page.locator(UPLOAD_TAB.format(0)).filter(has_text="Upload").click()
                 page.locator("input[type=file]").set_input_files(str(photo))
                 page.get_by_text("I think it's a").wait_for(timeout=300_000)
             pages.append(page)

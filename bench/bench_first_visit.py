@@ -199,7 +199,10 @@ def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, ti
         start = time.monotonic()
         page.goto(server.link())
         if kiosk:
-            page.get_by_text("Upload", exact=True).click()
+            sys.path.insert(0, str(ROOT / "bench"))
+            from bench_kiosk_load import UPLOAD_TAB
+
+            page.locator(UPLOAD_TAB.format(0)).filter(has_text="Upload").click()
             page.locator("input[type=file]").set_input_files(str(photo))
             page.get_by_text("I think it's a").wait_for()
             page.locator(".booth-row").nth(4).wait_for()

@@ -50,6 +50,9 @@ FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_E
 # The booth's widgets as pages/booth.py labels them (Material icons, no emoji: issue 18/24)
 HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
 START_OVER = "button:Start over"
+# The i-th visitor screen's camera/upload tabs (a browser clicks its "Upload" tab: the tab's own text, as the booth's
+# uploader has an "Upload" button too, hidden in that tab)
+UPLOAD_TAB = ".st-key-kiosk_source_{} [data-testid=stTab]"
 BATCH_NOTE = re.compile(r"batch of (\d+)")  # the booth's "answered in a batch of N photos" caption
 
 

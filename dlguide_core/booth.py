@@ -33,6 +33,7 @@ ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
 # A visitor's photo and model view as "how it works" shows them, inline in the page's HTML: the long side at most
 # this (a third of a booth screen), JPEG quality this
 SHOWN_SIDE, SHOWN_QUALITY = 400, 85
+ATTRACT_SIDE = 360  # the attract view's sample, sent inline with every tick of every open tab (JPEG at SHOWN_QUALITY)
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> (B, C) float32 logits
 
@@ -294,8 +295,9 @@ def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list
     for name, path in bundled_samples().items():
         image = load_image(path)
         shown = image.copy()
-        shown.thumbnail((480, 480))  # the attract column is never wider: less to encode once, send each tick
-        items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top, jpeg_bytes(shown)))
+        shown.thumbnail((ATTRACT_SIDE, ATTRACT_SIDE))  # its column is about this wide: less to send each tick
+        items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top,
+                                 jpeg_bytes(shown, SHOWN_QUALITY)))
     return items
 
 

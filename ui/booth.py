@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 CSS = """<style>
 [data-testid="stFileUploaderDropzone"] {min-height: 9rem; font-size: 1.3rem;}
 [data-testid="stFileUploaderDropzone"] button, .stButton button, [data-testid="stCameraInputButton"],
-button[data-variant="segmented_control"] {min-height: 3.6rem; padding: 0.6rem 1.6rem;}
+[data-testid="stTab"] {min-height: 3.6rem; padding: 0.6rem 1.6rem;}
 [data-testid="stFileUploaderDropzone"] button p, .stButton button p, [data-testid="stCameraInputButton"] p,
-button[data-variant="segmented_control"] p, [data-testid="stToggle"] label p {font-size: 1.4rem;}
+[data-testid="stTab"] p, [data-testid="stToggle"] label p {font-size: 1.4rem;}
 .booth-bars {display: flex; flex-direction: column; gap: 0.7rem; margin: 0.5rem 0 1rem;}
 .booth-row {display: grid; grid-template-columns: minmax(8rem, 16rem) 1fr 4.5rem; gap: 0.8rem; align-items: center;}
 .booth-label {font-size: 1.5rem; font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;}
@@ -269,14 +269,16 @@ def training_ticker() -> None:
 
 
 def visitor_photo() -> tuple[str, bytes] | None:
+    """The camera and the uploader, in two tabs: switching tabs happens in the browser, without a run of the
+    visitor's screen (a choice widget cost every uploading visitor one more run: issue 30). An upload wins over a
+    camera shot when a visitor gave both."""
     from dlguide_core.vision.images import UPLOAD_TYPES
 
-    source = st.segmented_control("Photo from", [CAMERA, UPLOAD], default=CAMERA, required=True,
-                                  key=f"kiosk_source_{nonce()}", label_visibility="collapsed")
-    if source == UPLOAD:
-        shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}")
-    else:
+    camera_tab, upload_tab = st.tabs([CAMERA, UPLOAD], key=f"kiosk_source_{nonce()}")
+    with camera_tab:
         shot = st.camera_input("Take a picture", key=f"kiosk_camera_{nonce()}")
+    with upload_tab:
+        shot = st.file_uploader("Upload a photo", type=list(UPLOAD_TYPES), key=f"kiosk_upload_{nonce()}") or shot
     return (shot.name, shot.getvalue()) if shot is not None else None
 
 

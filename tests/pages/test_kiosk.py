@@ -107,9 +107,8 @@ def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatc
 def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
     at = booth(monkeypatch)
     # Material icons, never emoji: Debian's chromium has no emoji font and showed an empty box (issue 18).
-    icons = [o.content_icon for o in at.segmented_control(key="kiosk_source_0").proto.options]
-    assert icons and all(icon.startswith(":material/") for icon in icons), icons
-    at.segmented_control(key="kiosk_source_0").set_value(":material/upload: Upload").run()
+    labels = [tab.label for tab in at.tabs]  # the camera and the uploader, in tabs the browser switches alone
+    assert labels == [":material/photo_camera: Camera", ":material/upload: Upload"], labels
     at.file_uploader(key="kiosk_upload_0").upload("junk.png", b"not an image at all", "image/png").run()
     assert not at.exception
     assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value

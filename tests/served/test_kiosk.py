@@ -9,9 +9,11 @@ import pytest
 from PIL import Image, ImageDraw
 from playwright.sync_api import expect
 
+from tests.support.benches import load_bench
 from tests.support.servers import start_served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+bench = load_bench("bench_kiosk_load")
 
 TITLE = "What does the AI see?"
 ATTRACT = "Show the camera something, or upload a photo!"
@@ -21,6 +23,11 @@ CUT = """sel => [...document.querySelectorAll(sel)].filter(e => e.scrollWidth > 
 LONGEST_BACKEND = """e => { const text = document.createTreeWalker(e, NodeFilter.SHOW_TEXT).nextNode();
                             text.textContent = 'ONNX Runtime int8 · MIGraphXExecutionProvider'; }"""
 TEXTS = ".booth-metric-value, .booth-metric-value *, .booth-label, .booth-pct"
+
+
+def upload_tab(page, visit: int = 0):
+    """The visitor screen's "Upload" tab (the `visit`-th screen: "Start over" re-keys its widgets)."""
+    return page.locator(bench.UPLOAD_TAB.format(visit)).filter(has_text="Upload")
 
 
 def photo(path: Path) -> Path:
@@ -53,7 +60,7 @@ def test_visitor_flow_and_idle_reset(booth_url: str, browser_page, tmp_path: Pat
     assert page.locator(".booth-row").count() == 5
     assert page.get_by_text("Classify with Inception v3").count() == 0
 
-    page.get_by_text("Upload", exact=True).click()
+    upload_tab(page).click()
     page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
     page.get_by_text("I think it's a").wait_for()
     page.locator(".booth-row").nth(4).wait_for()
@@ -82,7 +89,7 @@ def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str,
     try:
         page.goto(booth_url)
         page.get_by_text(ATTRACT).wait_for(timeout=120_000)
-        page.get_by_text("Upload", exact=True).click()
+        upload_tab(page).click()
         page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
         page.get_by_text("This prediction took").wait_for()  # both sizes are checked well within the 12 s idle
         values = page.locator(".booth-metric-value")
@@ -115,7 +122,7 @@ def test_on_a_phone_the_answer_is_above_the_fold_and_nothing_scrolls_sideways(bo
     try:
         page.goto(booth_url)
         page.get_by_text(ATTRACT).wait_for(timeout=120_000)
-        page.get_by_text("Upload", exact=True).click()
+        upload_tab(page).click()
         page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
         answer = page.get_by_text("I think it's a")
         answer.wait_for()
@@ -186,7 +193,7 @@ def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browse
     page.get_by_text(ATTRACT).wait_for(timeout=120_000)
     image = photo(tmp_path / "visitor.jpg")
     for visit, delay_ms in enumerate((120, 250, 400)):
-        page.locator(f".st-key-kiosk_source_{visit}").get_by_text("Upload", exact=True).click()
+        upload_tab(page, visit).click()
         page.locator(f".st-key-kiosk_upload_{visit} input[type=file]").set_input_files(str(image))
         page.get_by_text("I think it's a").wait_for()
         late.arm()

@@ -3,8 +3,9 @@ chromium visitors at once against a booth started as `make kiosk` starts it (ser
 uploading photos in turn (Upload, the photo, wait for the answer, "Start over"), with every tab's timers running.
 
 Reported: classifications, errors, the server's CPU (every process of it) over the measured phase per
-classification, the booth backend's own forward CPU at batch 1 (bench_kiosk_load.forward_cpu, after the server
-stops, same weights and DLGUIDE_HOME) and the difference, the answers' batch sizes and the visitors' waits.
+classification, the booth backend's own forward CPU at batch 1 (timed in this process just before and after the
+crowd, same weights and DLGUIDE_HOME: bench_kiosk_load.probe_forward) and the difference, the answers' batch sizes
+and the visitors' waits.
 
     .venv/bin/python bench/bench_booth_browsers.py [--visitors 5] [--rounds 6] [--home DIR]
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import json
 import os
@@ -33,7 +35,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_first_visit import weights_env  # noqa: E402
-from bench_kiosk_load import BATCH_NOTE, UPLOAD_TAB, forward_cpu, kept_weights, serve, server_cpu_s  # noqa: E402
+from bench_kiosk_load import (  # noqa: E402
+    BATCH_NOTE,
+    UPLOAD_TAB,
+    WARMUP_RUNS,
+    booth_backend,
+    kept_weights,
+    probe_forward,
+    ready_line,
+    serve,
+    server_cpu_s,
+    time_forward,
+)
 from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
 
 ATTRACT = "Show the camera something"
@@ -85,7 +98,7 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
         await context.close()
 
 
-async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, workdir: Path) -> dict:
+async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, workdir: Path, probe=None) -> dict:
     from playwright.async_api import async_playwright
 
     server = psutil.Process(pid)
@@ -99,18 +112,21 @@ async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, w
                  for v in range(visitors)]
         await asyncio.wait_for(ready.wait(), timeout=600)  # every tab on the attract view
         await asyncio.sleep(2)
+        probes = [probe()] if probe else []
         cpu, start = server_cpu_s(server), time.perf_counter()
         go.set()
         await asyncio.gather(*tasks)
         cpu, wall = server_cpu_s(server) - cpu, time.perf_counter() - start
         await browser.close()
+        probes += [probe()] if probe else []
     done = len(waits)
     return {"visitors": visitors, "rounds": rounds, "classifications": done, "errors": errors,
             "wall_s": wall, "classifications_per_s": done / wall if wall else 0.0,
             "server_cpu_per_classification_ms": cpu * 1000 / done if done else float("nan"),
             "wait_p50_s": float(np.percentile(waits, 50)) if waits else float("nan"),
             "wait_p95_s": float(np.percentile(waits, 95)) if waits else float("nan"),
-            "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))}}
+            "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))},
+            "forward_probes_ms": [round(p, 1) for p in probes]}
 
 
 def main() -> int:
@@ -137,8 +153,15 @@ def main() -> int:
         with log_path.open("wb") as log:
             proc = serve(port, env, log=log)
             try:
+                probe, booth_line = None, ready_line(log_path)
+                if booth_line:  # the booth's backend, in this process: timed just before and after the crowd
+                    os.environ.update(env)
+                    _, backend, loaded = booth_backend(booth_line)
+                    if backend is not None:
+                        time_forward(backend, loaded, 1, 0, warmup=WARMUP_RUNS)
+                        probe = functools.partial(probe_forward, backend, loaded)
                 report = asyncio.run(crowd(f"http://127.0.0.1:{port}", proc.pid, args.visitors, args.rounds,
-                                           chromium, Path(scratch)))
+                                           chromium, Path(scratch), probe))
             finally:
                 proc.terminate()
                 try:
@@ -146,16 +169,10 @@ def main() -> int:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=30)
-        ready = [line for line in log_path.read_text(errors="replace").splitlines() if "booth ready" in line]
-        report["booth"] = ready[0].split("booth ready in", 1)[1].split(": ", 1)[-1] if ready else "unknown"
-        if ready:
-            os.environ.update(env)
-            forward = forward_cpu(report["booth"], {"1": 1})
-            report["forward_cpu_ms_batch1"] = forward.get("by_batch", {}).get("1", {}).get("cpu_ms_per_image")
-            report["forward_blocks_ms"] = forward.get("by_batch", {}).get("1", {}).get("cpu_ms_per_image_blocks")
-            if report["forward_cpu_ms_batch1"] is not None:
-                report["server_cpu_minus_forward_ms"] = (report["server_cpu_per_classification_ms"]
-                                                         - report["forward_cpu_ms_batch1"])
+        report["booth"] = ready_line(log_path) or "unknown"
+        if report["forward_probes_ms"]:  # the forward as this machine ran it around the crowd (its speed drifts)
+            forward = sum(report["forward_probes_ms"]) / len(report["forward_probes_ms"])
+            report["server_cpu_minus_forward_ms"] = report["server_cpu_per_classification_ms"] - forward
         report["loadavg_1min"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2))
     return 0 if not report["errors"] else 1

@@ -209,12 +209,14 @@ def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
 def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: list[str],
             timeout: float = 120.0, batches: list[int] | None = None, think_s: float = 0.0) -> None:
     """One session: `rounds` photos, each classified, checked for a top-5, then "Start over"; with `think_s`, a
-    person's look at each answer first (0.5-1.5x that, drawn per answer; 0: the next photo at once, a crowd that
-    never stops)."""
+    person's look at each answer first (0.5-1.5x that, drawn per answer) and a first photo at a moment drawn within
+    it (0: every visitor at once and the next photo at once, a crowd that never stops)."""
     batches = [] if batches is None else batches
     looks = np.random.default_rng(seed)
     try:
         with BoothSession(url, timeout=timeout) as session:
+            if think_s:  # people arrive at their own moments, not in step
+                time.sleep(looks.uniform(0, think_s))
             for i in range(rounds):
                 result, waited = session.classify(shot(seed * 10_000 + i))
                 rows = sum(body.count('class="booth-row"') for body in result.markdown)

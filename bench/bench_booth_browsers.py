@@ -75,6 +75,8 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
     context = await browser.new_context(viewport={"width": 1200, "height": 900})
     page = await context.new_page()
     page.set_default_timeout(300_000)
+    broke: list[str] = []  # the page's own errors (a blanked page says why here)
+    page.on("pageerror", lambda exc: broke.append(str(exc)[:200]))
     try:
         await page.goto(url)
         await page.get_by_text(ATTRACT).wait_for()
@@ -93,7 +95,13 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
             await page.locator(f".st-key-kiosk_restart_{i} button").click()
             await page.locator(f".st-key-kiosk_source_{i + 1}").wait_for()
     except Exception as exc:  # reported, not raised: one visitor's failure must not hide the others
-        errors.append(f"visitor {index}: {exc!r}"[:300])
+        errors.append(f"visitor {index}: {exc!r}"[:300] + (f"; page errors: {broke[-3:]}" if broke else ""))
+        shot_path = workdir.parent / f"booth-browsers-visitor{index}-failed.png"
+        try:
+            await page.screenshot(path=str(shot_path), full_page=True)
+            errors.append(f"visitor {index}: screenshot {shot_path}")
+        except Exception:  # noqa: BLE001 - the report matters more than the picture
+            pass
     finally:
         await context.close()
 

@@ -30,10 +30,8 @@ if TYPE_CHECKING:
 
 DEFAULT_IDLE_S = 60.0
 ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
-# A visitor's photo and model view as "how it works" shows them, inline in the page's HTML: the long side at most
-# this (a third of a booth screen), JPEG quality this
-SHOWN_SIDE, SHOWN_QUALITY = 400, 85
-ATTRACT_SIDE = 360  # the attract view's sample, sent inline with every tick of every open tab (JPEG at SHOWN_QUALITY)
+# The attract view's sample, sent inline with every tick of every open tab: its long side at most this, JPEG quality
+ATTRACT_SIDE, ATTRACT_QUALITY = 360, 85
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> (B, C) float32 logits
 
@@ -62,7 +60,7 @@ class Predictor:
 @dataclass(frozen=True)
 class TimedPrediction:
     top: tuple[Prediction, ...]
-    # preprocessing (from the photo's bytes, for a visitor's: booth.answer_photo) + the forward of its batch +
+    # preprocessing (from the photo's bytes, for a visitor's: booth_photos.answer_photo) + the forward of its batch +
     # softmax/top-k, not the time queued
     latency_ms: float
     backend: str
@@ -242,53 +240,6 @@ def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image,
                            answer.queued_ms)
 
 
-@dataclass(frozen=True)
-class AnsweredPhoto:
-    """A visitor's photo answered: the image at the model's size (never the full resolution), its prediction, and
-    the two pictures the booth shows, JPEG-encoded once: the photo and what the model saw (the very tensor it ran
-    on, denormalised)."""
-
-    image: Image.Image = field(repr=False, compare=False)
-    result: TimedPrediction
-    photo_jpeg: bytes = field(repr=False, compare=False)
-    view_jpeg: bytes = field(repr=False, compare=False)
-
-
-def answer_photo(loaded: LoadedModel, predictor: Predictor, data: bytes, name: str, k: int = 5) -> AnsweredPhoto:
-    """A visitor's photo from its bytes to its answer: decode and preprocess, then top-k and the pictures, on the
-    image threads (vision.image_threads: not in the visitor's new script thread each time); the forward in the
-    worker's batch with the other visitors' photos. Timed from the bytes to top-k, the time queued reported apart.
-    ImageError for a bad photo, DlguideError when the worker cannot answer."""
-    from dlguide_core.vision import image_threads
-
-    start = time.perf_counter()
-    image, batch = image_threads.run(_decoded, data, name, loaded)
-    answer = predictor.worker.infer(batch)
-    top, topped_at, photo_jpeg, view_jpeg = image_threads.run(_shown, answer.logits, image, batch, loaded, k)
-    latency_ms = (topped_at - start) * 1000 - answer.queued_ms
-    result = TimedPrediction(top, latency_ms, predictor.backend, predictor.device, answer.batch_size,
-                             answer.queued_ms)
-    return AnsweredPhoto(image, result, photo_jpeg, view_jpeg)
-
-
-def _decoded(data: bytes, name: str, loaded: LoadedModel) -> tuple[Image.Image, torch.Tensor]:
-    image = load_image(data, name=name, min_side=loaded.preset.resize)  # never the full resolution
-    return image, preprocess([image], loaded.preset)  # (1, 3, crop, crop)
-
-
-def _shown(logits: torch.Tensor, image: Image.Image, batch: torch.Tensor, loaded: LoadedModel,
-           k: int) -> tuple[tuple[Prediction, ...], float, bytes, bytes]:
-    """Top-k, when it was known (perf_counter: the answer's timing ends there), and the two pictures."""
-    from dlguide_core.vision.gradcam import model_view
-
-    top = top_k(logits, loaded.class_names, k)[0]
-    topped_at = time.perf_counter()
-    photo = image.copy()
-    photo.thumbnail((SHOWN_SIDE, SHOWN_SIDE))  # a third of the screen at most: less to encode, send and draw
-    return (top, topped_at, jpeg_bytes(photo, SHOWN_QUALITY),
-            jpeg_bytes(model_view(batch, loaded.preset), SHOWN_QUALITY))
-
-
 def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list[AttractItem]:
     """The bundled sample photos with their predictions, in display order."""
     items = []
@@ -297,7 +248,7 @@ def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list
         shown = image.copy()
         shown.thumbnail((ATTRACT_SIDE, ATTRACT_SIDE))  # its column is about this wide: less to send each tick
         items.append(AttractItem(name, image, predict_timed(loaded, predictor, image, k).top,
-                                 jpeg_bytes(shown, SHOWN_QUALITY)))
+                                 jpeg_bytes(shown, ATTRACT_QUALITY)))
     return items
 
 

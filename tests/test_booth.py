@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from dlguide_core import booth
+from dlguide_core import booth, booth_photos
 from dlguide_core.errors import DlguideError
 from dlguide_core.vision.classify import classify_images, forward_slot, predict_logits
 from dlguide_core.vision.models import LoadedModel, build_model
@@ -61,8 +61,8 @@ def test_predict_timed_matches_classify(small: LoadedModel) -> None:
 
 
 def test_a_photo_answered_from_its_bytes_matches_classify_and_its_pictures_are_small(small: LoadedModel) -> None:
-    """booth.answer_photo (the booth's path: decode, preprocess and pictures on the image threads, the forward in the
-    worker) gives classify's top-5 for the same photo, and the two pictures it shows, encoded once, at most
+    """booth_photos.answer_photo (the booth's path: decode, preprocess and pictures on the image threads, the forward
+    in the worker) gives classify's top-5 for the same photo, and the two pictures it shows, encoded once, at most
     SHOWN_SIDE on a side; a file that is no image is one line, and leaves the image threads serving the next."""
     import io
 
@@ -73,19 +73,19 @@ def test_a_photo_answered_from_its_bytes_matches_classify_and_its_pictures_are_s
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=92)
     data = buffer.getvalue()
-    answered = booth.answer_photo(small, eager(small), data, "shot.jpg")
+    answered = booth_photos.answer_photo(small, eager(small), data, "shot.jpg")
     expected = classify_images(small, [load_image(data, min_side=small.preset.resize)], k=5)[0]
     assert [p.index for p in answered.result.top] == [p.index for p in expected]
     assert [p.prob for p in answered.result.top] == pytest.approx([p.prob for p in expected], abs=1e-5)
     assert answered.result.latency_ms > 0 and answered.result.batch_size == 1
     photo, view = Image.open(io.BytesIO(answered.photo_jpeg)), Image.open(io.BytesIO(answered.view_jpeg))
     assert photo.format == view.format == "JPEG"
-    assert max(photo.size) <= booth.SHOWN_SIDE and view.size == (small.preset.crop, small.preset.crop)
+    assert max(photo.size) <= booth_photos.SHOWN_SIDE and view.size == (small.preset.crop, small.preset.crop)
     assert min(answered.image.size) >= small.preset.resize  # the model's size, never the full resolution
     with pytest.raises(DlguideError, match="junk.png") as bad:
-        booth.answer_photo(small, eager(small), b"not an image", "junk.png")
+        booth_photos.answer_photo(small, eager(small), b"not an image", "junk.png")
     assert "\n" not in str(bad.value)
-    assert booth.answer_photo(small, eager(small), data, "again.jpg").result.top == answered.result.top
+    assert booth_photos.answer_photo(small, eager(small), data, "again.jpg").result.top == answered.result.top
 
 
 def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel) -> None:

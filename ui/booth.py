@@ -284,7 +284,7 @@ def visitor_photo() -> tuple[str, bytes] | None:
 
 def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
     """The visitor's image and prediction, computed once per photo and kept in session memory."""
-    from dlguide_core import booth
+    from dlguide_core import booth_photos
     from dlguide_core.errors import DlguideError
 
     digest = hashlib.sha256(data).hexdigest()
@@ -292,7 +292,7 @@ def classify_visitor(loaded, runner, name: str, data: bytes) -> Visitor | None:
     if visitor is not None and visitor.digest == digest:
         return visitor
     try:  # decoded, answered and its pictures encoded once here (never again on a rerun)
-        answered = booth.answer_photo(loaded, runner, data, name)
+        answered = booth_photos.answer_photo(loaded, runner, data, name)
     except DlguideError as exc:  # a bad image, or the worker could not answer: this visitor only, in one line
         st.error(str(exc), icon=":material/block:")
         return None

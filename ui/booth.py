@@ -195,7 +195,7 @@ def visitor_screen(loaded, runner) -> None:
         photo = visitor_photo()
     visitor = None
     if photo:
-        # The attract view goes when this run ends (its slot is not drawn in it): no element spent on clearing it
+        attract_slot.container.empty()  # at once, not when this run ends: the answer takes the attract view's place
         with answer_slot:
             visitor = classify_visitor(loaded, runner, *photo)
             if visitor is not None:

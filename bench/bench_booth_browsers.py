@@ -19,8 +19,6 @@ import io
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_first_visit import weights_env  # noqa: E402
+from bench_first_visit import free_port, weights_env  # noqa: E402
 from bench_kiosk_load import (  # noqa: E402
     BATCH_NOTE,
     UPLOAD_TAB,
@@ -45,6 +43,7 @@ from bench_kiosk_load import (  # noqa: E402
     ready_line,
     serve,
     server_cpu_s,
+    stop_server,
     time_forward,
 )
 from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
@@ -147,9 +146,7 @@ def main() -> int:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("Debian chromium is needed (apt-get install chromium)")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(args.home or scratch)
         home.mkdir(parents=True, exist_ok=True)
@@ -171,12 +168,7 @@ def main() -> int:
                 report = asyncio.run(crowd(f"http://127.0.0.1:{port}", proc.pid, args.visitors, args.rounds,
                                            chromium, Path(scratch), probe))
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=30)
+                stop_server(proc)
         report["booth"] = ready_line(log_path) or "unknown"
         if report["forward_probes_ms"]:  # the forward as this machine ran it around the crowd (its speed drifts)
             forward = sum(report["forward_probes_ms"]) / len(report["forward_probes_ms"])

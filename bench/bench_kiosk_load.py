@@ -451,6 +451,17 @@ def serve(port: int, env: dict[str, str], log=subprocess.DEVNULL) -> subprocess.
     return proc
 
 
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop a server `serve` started: TERM, then KILL after 30 s (on a loaded box the report counts, not a graceful
+    exit)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def ready_line(log_path: Path) -> str | None:
     """What served the visitors: the launcher's "booth ready in N s: BACKEND · PROVIDER on DEVICE" line's
     "BACKEND · PROVIDER on DEVICE", None before it is written."""
@@ -517,12 +528,7 @@ def main() -> int:
                 report = run_load(f"http://127.0.0.1:{port}", proc.pid, sessions=args.sessions, rounds=args.rounds,
                                   single_rounds=args.single_rounds, think_s=args.think_s, probe=probe)
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:  # a loaded box: the report counts, not a graceful exit
-                    proc.kill()
-                    proc.wait(timeout=30)
+                stop_server(proc)
         booth_line = ready_line(log_path)
         report["booth"] = booth_line or "unknown (no 'booth ready' line in the log)"
         if booth_line and not args.no_forward:

@@ -31,22 +31,27 @@ class SchedulerRestarts(MetricTables):
     def get(self, job_id: str, refresh: bool = True, *, lenient: bool = False) -> Job:
         raise NotImplementedError  # JobStore's
 
-    def requeued(self, job_id: str, note: str) -> bool:
+    def requeued(self, job_id: str, note: str, pid: int | None = None) -> bool:
         """The scheduler runs this same job again (Slurm's requeue): back to queued, its scheduler id kept, so
         that the next run takes it over (`take_back`) and a `resume` is refused meanwhile. `note` says what stopped
-        it ("preempted at step 120"). False when the job had already ended otherwise (a cancel won)."""
+        it ("preempted at step 120"). False when the job had already ended otherwise (a cancel won), or, with `pid`
+        (the deciding run's process), when another run has the job now (Slurm's next run took it back first)."""
+        owner, args = (" AND pid = ?", (note, job_id, pid)) if pid is not None else ("", (note, job_id))
         with self._tx() as db:
             return db.execute("UPDATE jobs SET status = 'queued', error = NULL, finished = NULL, pid = NULL, "
                               "restart_note = ? WHERE id = ? AND status IN ('running', 'interrupted') "
-                              "AND cancel_requested = 0", (note, job_id)).rowcount == 1
+                              "AND cancel_requested = 0" + owner, args).rowcount == 1
 
-    def take_back(self, job_id: str, pid: int, external_id: str) -> Job:
+    def take_back(self, job_id: str, pid: int, external_id: str, unseen: str | None = None) -> Job:
         """A scheduler's restart of the job it already ran (same `external_id`): -> running in `pid`, one more
-        restart counted. Taken from queued (a requeue the job saw coming), running or interrupted (a node that
-        died without a word: the scheduler runs a job id once at a time). JobError when the job is no longer
-        this scheduler job's (resumed as a new one, cancelled, finished)."""
+        restart counted. Taken from queued (a requeue the job saw coming), running or interrupted (a stop the
+        previous run could not record: a node that died without a word, or a batch script killed before it
+        judged; the scheduler runs a job id once at a time). `unseen`: that stop's note, the checkpoint's step
+        to follow ("a node failed at step "), read back from the scheduler; LOST_NOTE when nothing says.
+        JobError when the job is no longer this scheduler job's (resumed as a new one, cancelled, finished)."""
         host, boot_id = liveness.process_identity()
-        args = (time.time(), pid, liveness.process_start(pid), host, boot_id, LOST_NOTE, job_id, external_id)
+        args = (time.time(), pid, liveness.process_start(pid), host, boot_id, unseen or LOST_NOTE, job_id,
+                external_id)
         with self._tx() as db:
             done = db.execute(TAKE_BACK_SQL, args).rowcount == 1
         job = self.get(job_id, refresh=False)

@@ -37,8 +37,8 @@ DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's vi
 MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
 HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits
 MAX_FILE_BYTES = 64 * 2**20  # a photo file; a device or a huge file is refused, not read into memory
-STRIP_BYTES = 8 * 2**20  # the most of an image `_reduce` converts at once
-PILLOW_BLOCK_BYTES = 64 * 2**20  # above glibc's largest mmap threshold: see _large_blocks
+STRIP_BYTES = 2**20  # the most of an image `_reduce` converts at once: see _large_blocks
+PILLOW_BLOCK_BYTES = 2**30  # one block for any image under the pixel limit: see _large_blocks
 UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
 # Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
 # PostScript/EPS "photo" never reaches Ghostscript and rarely used decoders stay out of reach.
@@ -183,9 +183,13 @@ def _reduce(img: Image.Image, min_side: int) -> Image.Image:
 def _large_blocks() -> None:
     # Pillow allocates an image in blocks of 16 MiB by default: under glibc's largest mmap threshold
     # (32 MiB), so once freed they stay in the heap of the thread that decoded (each Streamlit session
-    # has its own thread and malloc arena; measured: +190 MiB kept per 198 MB decode). Blocks above it
-    # are mmapped one by one and go back to the system when the image is freed. Set on first decode,
-    # not at import; small images (one block smaller than this) are allocated as before.
+    # has its own thread and malloc arena; measured: +190 MiB kept per 198 MB decode). One block per
+    # image instead: a decode of more than 32 MiB is one mmap, given back whole when the image is freed.
+    # A block size that left a tail under 32 MiB (64 MiB blocks did), or strips of several MiB in
+    # `_reduce`, put those chunks in the thread's heap, below the small answer allocated after them,
+    # where glibc cannot trim them: an 80 MB RGBA PNG then kept 45 MiB in about one run in five
+    # (tests/vision/test_image_memory.py); 1 MiB strips leave at most a strip or two behind. Set on
+    # first decode, not at import; a small image (under 32 MiB) is allocated as before.
     Image.core.set_block_size(PILLOW_BLOCK_BYTES)
 
 

@@ -354,11 +354,13 @@ def test_inception_v3_on_the_cpu_target_agrees_with_pytorch(mgx, inception, batc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fp16", "bf16", "int8"])
+# int8 (another 86 s of one CI worker's compile) goes through the same all-zero check as fp16 and is refused the same
+# way: bench/bench_backends.py (--migraphx fp32,fp16,bf16,int8) compiles it for Inception v3 and reports the refusal.
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_inception_v3_quantised_on_the_cpu_target_answers_right_or_is_refused(mgx, inception, precision,
                                                                               isolated_home):
-    """bf16 runs (rel. diff ~0.12, same top-1). fp16 and int8 compile and run on this build's cpu target but
-    return all-zero logits for Inception v3: the backend refuses them in one line and caches nothing."""
+    """bf16 runs (rel. diff ~0.12, same top-1). fp16 (and int8: see above) compile and run on this build's cpu target
+    but return all-zero logits for Inception v3: the backend refuses them in one line and caches nothing."""
     loaded, onnx_path = inception
     seed_export_cache(loaded, onnx_path)
     options = BackendOptions(target="cpu", precision=precision)

@@ -68,7 +68,7 @@ def _claim(store: JobStore, job_id: str) -> bool:
         if restart and external:  # Slurm runs this job again: the same dlguide job, taken back
             if not _under_requeue_cap(store, job_id):
                 return False
-            job = store.take_back(job_id, os.getpid(), external)
+            job = store.take_back(job_id, os.getpid(), external, _unseen_stop(job_id, external))
             print(f"job {job_id}: Slurm's restart {restart} ({job.restart_note}); resuming from checkpoint step "
                   f"{job.checkpoint_step or 0}", flush=True)
         else:
@@ -80,6 +80,17 @@ def _claim(store: JobStore, job_id: str) -> bool:
     print(f"job {job_id} running in process {os.getpid()} on {host}", flush=True)
     print(f"job {job_id}: devices from the scheduler: {_bound_devices()}", flush=True)
     return True
+
+
+def _unseen_stop(job_id: str, external: str) -> str | None:
+    """The note of the previous run's stop when that run could not record it (Slurm killed its batch script first,
+    as a node failure's requeue can while the script still waits on srun): the cause in that run's part of the
+    output (slurm_stop.unseen_stop_note), None when the output says nothing."""
+    from dlguide_core.jobs.executors import slurm_stop
+
+    tail = _tail(Path(_fields(external).get("StdOut", "")))
+    return slurm_stop.unseen_stop_note(slurm_stop.stepd_cause(tail.rpartition(f"job {job_id} running in process")[2],
+                                                              external))
 
 
 def _bound_devices() -> str:
@@ -142,8 +153,10 @@ def _decide(store: JobStore, job_id: str, status: str, error: str | None,
                                        f"the most --max-requeues allows ({options.max_requeues}): resume continues it")
     if verdict.status != "queued":
         return verdict.status, None if cancel_flag else verdict.reason
-    if not store.requeued(job_id, verdict.reason):  # a cancel came meanwhile
-        return "cancelled", None
+    if not store.requeued(job_id, verdict.reason, os.getpid()):
+        if store.get(job_id, refresh=False).pid != os.getpid():  # Slurm's next run has it already: leave it be
+            return "queued", verdict.reason
+        return "cancelled", None  # a cancel came meanwhile
     if verdict.requeue_self:
         try:
             slurm_commands.requeue(external)

@@ -103,6 +103,18 @@ def stepd_cause(log_tail: str, external_id: str) -> str | None:
     return found
 
 
+# A stop its run had no time to judge (Slurm killed the batch script first): its cause read back from the output
+UNSEEN_STOPS = {"NODE FAILURE": "a node failed", "PREEMPTION": "preempted", "JOB REQUEUE": "requeued by Slurm"}
+
+
+def unseen_stop_note(cause: str | None) -> str | None:
+    """The restart note's start ("a node failed at step ", the checkpoint's step to follow) for a stop of `cause`
+    (stepd_cause of the previous run's output) that the previous run did not record; None when the cause says
+    nothing (the store's "stopped without a word" stays)."""
+    label = UNSEEN_STOPS.get(cause or "")
+    return f"{label} at step " if label else None
+
+
 def judge(fields: Mapping[str, str], *, cancel_flag: bool, step: int | None, restart: int, requeue: bool,
           requeue_on_timeout: bool, time_limit: str | None, cause: str | None = None,
           now: float | None = None, signalled: bool = True) -> SlurmStop:

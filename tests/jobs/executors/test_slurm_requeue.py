@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.jobs import schema
+from dlguide_core.jobs.executors import job_entry
 from dlguide_core.jobs.executors.slurm_script import BatchPlan, script_text
 from dlguide_core.jobs.executors.slurm_stop import judge, stepd_cause
 from dlguide_core.jobs.store import JobError, JobStore
@@ -143,6 +144,32 @@ def test_a_requeued_job_is_taken_back_as_the_same_job_with_its_restarts_counted(
     assert not store.requeued(job.id, "preempted")  # a cancel wins over a requeue
     with pytest.raises(JobError):
         store.take_back(job.id, os.getpid(), "77")
+
+
+@pytest.mark.usefixtures("store_url")
+def test_a_stop_its_run_could_not_record_is_named_by_the_next_run_and_the_old_run_leaves_it_be(
+        tmp_path: Path, monkeypatch) -> None:
+    """Seen under load: Slurm requeued a node failure's job and killed the batch script while it still waited on
+    srun, so the old run never judged the stop. The next run reads that run's part of the output for the cause;
+    and a late old run that does judge never sends the next run's job back to queued."""
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {}, executor="slurm")
+    store.set_external(job.id, "slurm", "7")
+    store.claim(job.id, 4242)  # the first run's process, on another node
+    store.set_checkpoint(job.id, Path("/nowhere/checkpoint.pt"), 6, 0)
+    out = tmp_path / "slurm-7.out"
+    out.write_text(f"job {job.id} running in process 4242 on n1\nstep 7\nsrun: error: Node failure on n2\n"
+                   + STEPD.format(" DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS") + "dlguide: rendezvous\n")
+    monkeypatch.setattr(job_entry, "_fields", lambda external: {"StdOut": str(out)} if external == "7" else {})
+    back = store.take_back(job.id, os.getpid(), "7", job_entry._unseen_stop(job.id, "7"))
+    assert (back.status, back.restarts, back.restart_note) == ("running", 1, "a node failed at step 6")
+    assert not store.requeued(job.id, "a node failed at step 6", 4242)  # the old run, too late: not its job now
+    assert store.get(job.id, refresh=False).status == "running"
+    out.write_text(f"job {job.id} running in process {os.getpid()} on n1\nstep 9\n")  # this run's part: no word
+    assert job_entry._unseen_stop(job.id, "7") is None
+    again = store.take_back(job.id, os.getpid(), "7", None)
+    assert again.restart_note == "stopped without a word (a lost node?) past checkpoint step 6"
+    assert store.requeued(job.id, "preempted at step 6", os.getpid())  # the run that has the job decides
 
 
 def test_a_v2_store_upgrades_to_v3_with_no_restarts(tmp_path: Path, monkeypatch) -> None:

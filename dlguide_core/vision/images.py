@@ -37,7 +37,7 @@ DEFAULT_MAX_DECODES = 2  # images decoding at once in one process (a server's vi
 MAX_FILES_PER_UPLOAD = 16  # images one Classify upload classifies (the rest are named, not decoded)
 HEADER_BYTES = 64 * 1024  # what a dataset scan reads of each file: every upload format's header fits
 MAX_FILE_BYTES = 64 * 2**20  # a photo file; a device or a huge file is refused, not read into memory
-STRIP_BYTES = 2**20  # the most of an image `_reduce` converts at once: see _large_blocks
+STRIP_BYTES = 2 * 2**20  # the most of an image `_reduce` converts at once: see _large_blocks
 PILLOW_BLOCK_BYTES = 2**30  # one block for any image under the pixel limit: see _large_blocks
 UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
 # Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
@@ -188,7 +188,7 @@ def _large_blocks() -> None:
     # A block size that left a tail under 32 MiB (64 MiB blocks did), or strips of several MiB in
     # `_reduce`, put those chunks in the thread's heap, below the small answer allocated after them,
     # where glibc cannot trim them: an 80 MB RGBA PNG then kept 45 MiB in about one run in five
-    # (tests/vision/test_image_memory.py); 1 MiB strips leave at most a strip or two behind. Set on
+    # (tests/vision/test_image_memory.py); 2 MiB strips leave at most a strip or two behind. Set on
     # first decode, not at import; a small image (under 32 MiB) is allocated as before.
     Image.core.set_block_size(PILLOW_BLOCK_BYTES)
 

@@ -224,22 +224,22 @@ def run_name(job) -> str:
 @st.fragment(run_every=5.0)  # a training step's loss moves slowly; every open tab pays each tick
 def loss_ticker(job_id: str, name: str, slot: TimerSlot) -> None:
     from dlguide_core.errors import StoreError
-    from ui.cache import existing_job_store
+    from dlguide_core.jobs.store_url import store_url
+    from ui.cache import existing_job_store, ticker_curve
     from ui.charts import loss_figure
 
     if not slot.holds(job_id):  # a late tick after the run it followed was no longer shown
         return
-    store = existing_job_store()
-    try:
-        steps = store.steps(job_id, extras=False) if store else {"step": [], "loss": []}
+    try:  # one store read every few seconds for all open tabs, the curve downsampled (ui.cache.ticker_curve)
+        steps, losses = ticker_curve(store_url().raw, job_id) if existing_job_store() else ([], [])
     except StoreError:  # the store is away: the booth goes on without its ticker
-        steps = {"step": [], "loss": []}
+        steps, losses = [], []
     # A run's name is anyone's text: shown as text (escaped HTML, no Markdown: no links, images or colours)
     st.html(f"<p><b>{html.escape(name)}</b>: how wrong the model still is (its training loss: lower is better)</p>")
-    if not steps["step"]:
+    if not steps:
         st.caption("Waiting for the first training step…")
         return
-    st.plotly_chart(loss_figure(steps["step"], steps["loss"]), key="kiosk_ticker_chart",
+    st.plotly_chart(loss_figure(steps, losses), key="kiosk_ticker_chart",
                     config={"displayModeBar": False, "staticPlot": True})
 
 

@@ -188,6 +188,24 @@ def existing_job_store():
         return None
 
 
+# The booth's loss ticker: every open booth tab redraws it every 5 s (ui.booth.loss_ticker)
+TICKER_POINTS = 400  # its curve, downsampled (min and max per bucket): a long run's chart costs what a short one's does
+TICKER_READ_S = 4.0  # one store read per this long, shared by every open tab
+
+
+@st.cache_data(ttl=TICKER_READ_S, max_entries=8, show_spinner=False)
+def ticker_curve(url: str, job_id: str) -> tuple[list[float], list[float]]:
+    """A running job's (step, loss) curve for the booth's ticker, downsampled and shared by every open tab. Each tab
+    used to read every step of the job and draw every point every 5 s: beside a training job an idle booth tab cost
+    1.3-2.1 % of a core, and more as the run grew (bench/bench_booth_idle.py --training). StoreError when the store
+    is away (then nothing is cached)."""
+    from dlguide_core.training.metrics import downsample
+
+    cols = job_store(url).steps(job_id, extras=False)
+    steps, losses = downsample(cols["step"], cols["loss"], TICKER_POINTS)
+    return steps.tolist(), losses.tolist()
+
+
 @st.cache_resource(show_spinner=False)
 def scheduler_watcher(url: str):
     """One background sync of the schedulers (Slurm, Ray) per job store: pages read its last report."""

@@ -166,6 +166,25 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
     assert store.get(job.id).status == "running"
 
 
+@pytest.mark.usefixtures("isolated_home")
+def test_the_tickers_curve_is_one_downsampled_read_for_every_tab() -> None:
+    """A long run's ticker costs what a short one's does: every open booth tab redraws it every 5 s, and each used
+    to read and draw every step (1.3-2.1 % of a core per idle tab beside a training job, issue 30)."""
+    from dlguide_core.jobs.store import JobStore
+    from dlguide_core.jobs.store_url import store_url
+    from ui.cache import TICKER_POINTS, ticker_curve
+
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {"epochs": 1})
+    store.claim(job.id, os.getpid())
+    losses = [2.0 / step for step in range(1, 5001)]
+    losses[3000] = 9.0  # a spike survives the downsampling (min and max per bucket)
+    store.add_steps([(job.id, step, 0, losses[step - 1], 0.1, 10.0, float(step), "{}") for step in range(1, 5001)])
+    steps, curve = ticker_curve(store_url().raw, job.id)
+    assert len(steps) == len(curve) <= TICKER_POINTS and steps == sorted(steps)
+    assert steps[0] == 1 and steps[-1] >= 4990 and max(curve) == 9.0
+
+
 @pytest.mark.slow
 def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatch, booth_home: Path) -> None:
     """As on a restart of `make kiosk`: the export, int8 model and MIGraphX program are cached (booth_home), and

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_first_visit import weights_env  # noqa: E402
-from bench_kiosk_load import UPLOAD_TAB, server_cpu_s, shot  # noqa: E402
+from bench_kiosk_load import UPLOAD_TAB, server_cpu_s, shot, stop_server  # noqa: E402
 from bench_train_page_idle import CHROMIUM_FLAGS, stop_jobs, write_image_folder  # noqa: E402
 
 import serve  # noqa: E402 - the launcher, imported from the project root
@@ -134,8 +134,7 @@ def main() -> int:
                     rows[-1]["training_steps_meanwhile"] = job_steps(Path(home), job_id) - (steps_before or 0)
                 print(json.dumps(rows[-1]), flush=True)
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop_server(proc)
             if job_id:
                 stop_jobs(Path(home))
     return 0

@@ -88,9 +88,7 @@ def _unseen_stop(job_id: str, external: str) -> str | None:
     output (slurm_stop.unseen_stop_note), None when the output says nothing."""
     from dlguide_core.jobs.executors import slurm_stop
 
-    tail = _tail(Path(_fields(external).get("StdOut", "")))
-    return slurm_stop.unseen_stop_note(slurm_stop.stepd_cause(tail.rpartition(f"job {job_id} running in process")[2],
-                                                              external))
+    return slurm_stop.unseen_stop_note(_last_run_cause(job_id, external, _fields(external)))
 
 
 def _bound_devices() -> str:
@@ -141,8 +139,7 @@ def _decide(store: JobStore, job_id: str, status: str, error: str | None,
     if status not in ("cancelled", "interrupted") or not external or job.external_id != external:
         return status, error
     options, fields = _slurm_options(job_id), _fields(external)
-    tail = _tail(Path(fields.get("StdOut", "")))  # this run's part (the file is appended to across requeues)
-    cause = slurm_stop.stepd_cause(tail.rpartition(f"job {job_id} running in process")[2], external)
+    cause = _last_run_cause(job_id, external, fields)
     cancel_flag = store.cancel_requested(job_id)
     verdict = slurm_stop.judge(fields, cancel_flag=cancel_flag, step=job.checkpoint_step,
                                restart=slurm_stop.restart_count(), requeue=options.requeue,
@@ -164,6 +161,15 @@ def _decide(store: JobStore, job_id: str, status: str, error: str | None,
             return "interrupted", f"{verdict.reason}; scontrol requeue failed ({exc}): resume continues it"
     print(f"job {job_id}: {verdict.reason}; Slurm runs it again (requeue)", flush=True)
     return "queued", verdict.reason
+
+
+def _last_run_cause(job_id: str, external: str, fields: dict[str, str]) -> str | None:
+    """slurm_stop.stepd_cause of the last run's part of the job's output (`fields`: scontrol's, naming the file,
+    which Slurm appends to across requeues; the part after the last run's "running in process" line)."""
+    from dlguide_core.jobs.executors import slurm_stop
+
+    tail = _tail(Path(fields.get("StdOut", "")))
+    return slurm_stop.stepd_cause(tail.rpartition(f"job {job_id} running in process")[2], external)
 
 
 def _tail(path: Path, size: int = 16384) -> str:

@@ -82,8 +82,12 @@ TEST_ENV ?= OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 
 # ruff first (a second); mypy beside the suite (about 30 s of a clean clone's CI, its report printed after pytest's);
 # the target fails when either does.
+# compileall: the project's own bytecode, written once here, since with PYTHONDONTWRITEBYTECODE=1 (this box's
+# environment, and perhaps a CI image's) every server, job, rank and CLI call of the suite would compile the modules it
+# imports again (a second for all of them).
 test: install browser-deps postgres-deps slurm-deps
 	$(PY) -m ruff check .
+	$(PY) -m compileall -qq -j 0 dlguide_core ui pages tests app.py serve.py
 	@{ $(PY) -m mypy > $(VENV)/mypy.out 2>&1; echo $$? > $(VENV)/mypy.rc; } & \
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS); status=$$?; wait; \
 	echo "$(PY) -m mypy"; cat $(VENV)/mypy.out; \

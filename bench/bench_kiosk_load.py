@@ -357,6 +357,8 @@ def booth_backend(booth_line: str):
             options = BackendOptions()
         want = names.label(name, ranked.target) + ("" if ranked.precision == "fp32" else f" {ranked.precision}")
         if want == label or (name == names.BASELINE and label == names.label(name)):
+            if not registry.backend_class(name).availability(options).available:
+                continue  # a label two targets share ("ONNX Runtime" on the GPU and the CPU): the one that runs here
             backend = registry.prepare_backend(name, loaded, options=options)
             return variant_label(backend), backend, loaded
     return label, None, loaded

@@ -191,7 +191,7 @@ def collect(*, include_tensorflow: bool = True) -> DeviceReport:
 
 def torchvision_version() -> str | None:
     try:
-        import torchvision
+        from dlguide_core.torchvision_lib import torchvision
     except ImportError:
         return None
     return torchvision.__version__

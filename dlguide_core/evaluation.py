@@ -20,11 +20,11 @@ from typing import TypedDict
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Subset
-from torchvision.datasets import ImageFolder
 
 from dlguide_core.data.class_words import readable_names
 from dlguide_core.data.safe_folders import SafeImageFolder
 from dlguide_core.errors import DlguideError
+from dlguide_core.torchvision_lib import datasets
 from dlguide_core.vision.classify import predict_logits
 from dlguide_core.vision.models import LoadedModel, imagenet_class_names
 from dlguide_core.vision.presets import eval_transform
@@ -211,7 +211,7 @@ class EvalResult:
 # ------------------------------------------------------------------ the loop
 
 
-def split_dataset(data: str | Path, split: str, loaded: LoadedModel) -> ImageFolder:
+def split_dataset(data: str | Path, split: str, loaded: LoadedModel) -> datasets.ImageFolder:
     """DIR/SPLIT/<class>/** as an ImageFolder transformed by the model's own eval preset."""
     folder = Path(data) / split
     if not folder.is_dir():

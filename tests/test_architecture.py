@@ -205,7 +205,7 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "inference": {"training", "jobs", "data"},
 }
 BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
-        "smi")  # the bottom layer
+        "smi", "torchvision_lib")  # the bottom layer
 BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
 LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
 MAX_LINES = 300
@@ -720,3 +720,18 @@ def test_each_kind_of_process_declares_its_threads_once_at_its_entry():
                 if isinstance(n, ast.FunctionDef) and n.name == "main")
     source = ast.unparse(main)  # the server declares before anything that may load torch
     assert source.index("threads.declare") < min(source.index(s) for s in ("warm_", "guard_hosts", "cli.main"))
+
+
+def test_torchvision_is_imported_only_through_its_door():
+    # dlguide_core/torchvision_lib.py imports torchvision without torch._dynamo (1.5 s of CPU and 150 MB of RSS in
+    # every server, CLI call and export); a plain `import torchvision` anywhere else would load it first.
+    sources = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py", ROOT / "app.py"]
+    offenders = []
+    for path in sources:
+        if path == CORE / "torchvision_lib.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "torchvision")]
+    assert not offenders, "import torchvision through dlguide_core.torchvision_lib:\n" + "\n".join(offenders)

@@ -6,11 +6,10 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from torchvision.datasets import CIFAR10
-
 from dlguide_core.data.archives import check_members, fetch_archive
 from dlguide_core.downloads import ProgressFn
 from dlguide_core.errors import DatasetError
+from dlguide_core.torchvision_lib import datasets
 
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
@@ -30,9 +29,9 @@ def fetch_cifar10(into: str | Path, progress: ProgressFn | None = None) -> Path:
     return into
 
 
-def open_cifar10(root: Path, train: bool, transform: Any) -> CIFAR10:
+def open_cifar10(root: Path, train: bool, transform: Any) -> datasets.CIFAR10:
     """One split of the CIFAR-10 batches under `root` (md5-checked by torchvision before unpickling)."""
     try:
-        return CIFAR10(str(root), train=train, download=False, transform=transform)
+        return datasets.CIFAR10(str(root), train=train, download=False, transform=transform)
     except RuntimeError as exc:  # torchvision's "Dataset not found or corrupted"
         raise DatasetError(f"{root}/{CIFAR10_FOLDER} is incomplete or corrupt ({exc})") from None

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchvision.datasets import ImageFolder
-
 from dlguide_core import settings
 from dlguide_core.errors import DatasetError, ImageError
+from dlguide_core.torchvision_lib import datasets
 from dlguide_core.vision.images import image_file_problem, load_image
 
 MAX_SKIPPED_FRACTION = 0.01  # 1% of a split: more is a broken copy of the dataset, and training stops
@@ -83,7 +82,7 @@ def safe_loader(path: str) -> Any:
     return load_image(path)
 
 
-class SafeImageFolder(ImageFolder):
+class SafeImageFolder(datasets.ImageFolder):
     """An ImageFolder that decodes safely and leaves unreadable files out (see the module's docstring)."""
 
     samples: list[tuple[str, int]]  # ImageFolder's (path, class index) pairs

@@ -57,9 +57,9 @@ class ImageNetWeights:
         return self.enum.rsplit(".", 1)[-1]  # IMAGENET1K_V1
 
     def torchvision_weights(self) -> Any:
-        from torchvision.models import get_weight
+        from dlguide_core.torchvision_lib import models
 
-        return get_weight(self.enum)
+        return models.get_weight(self.enum)
 
     @property
     def url(self) -> str:
@@ -122,11 +122,11 @@ class Architecture:
 
 
 def _build_inception(num_classes: int = 1000, transform_input: bool = False, **_: Any) -> nn.Module:
-    from torchvision.models import inception_v3
+    from dlguide_core.torchvision_lib import models
 
     # init_weights=False: the weights come from a file or are trained; the aux head is for training from
     # scratch only (torchvision drops it at eval too), so it is never built.
-    return inception_v3(weights=None, num_classes=num_classes, aux_logits=False,
+    return models.inception_v3(weights=None, num_classes=num_classes, aux_logits=False,
                         transform_input=transform_input, init_weights=False)
 
 
@@ -137,9 +137,9 @@ def _build_cifar_net(num_classes: int = 10, **_: Any) -> nn.Module:
 
 
 def _build_resnet50(num_classes: int = 1000, **_: Any) -> nn.Module:
-    from torchvision.models import resnet50
+    from dlguide_core.torchvision_lib import models
 
-    return resnet50(weights=None, num_classes=num_classes)
+    return models.resnet50(weights=None, num_classes=num_classes)
 
 
 def _fixed(train: TrainPreset, val: EvalPreset) -> Callable[[int], tuple[TrainPreset, EvalPreset]]:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # torch and torchvision load when a transform is built, not when a preset is declared
     import torch
     from PIL import Image
-    from torchvision import transforms
+
+    from dlguide_core.torchvision_lib import transforms
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -23,7 +24,7 @@ _INTERPOLATIONS = ("bilinear", "bicubic", "nearest")  # torchvision Interpolatio
 
 
 def _interpolation(name: str) -> transforms.InterpolationMode:
-    from torchvision import transforms
+    from dlguide_core.torchvision_lib import transforms
 
     return transforms.InterpolationMode(name)
 
@@ -63,7 +64,7 @@ CIFAR_EVAL = EvalPreset(resize=32, crop=32, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5,
 
 def eval_transform(preset: EvalPreset = GUIDE_EVAL) -> transforms.Compose:
     """The torchvision Compose for `preset` (PIL image in, (3, crop, crop) float tensor out)."""
-    from torchvision import transforms
+    from dlguide_core.torchvision_lib import transforms
 
     return transforms.Compose(
         [
@@ -131,7 +132,8 @@ def scaled_presets(image_size: int, reference: EvalPreset) -> tuple[TrainPreset,
 def train_transform(preset: TrainPreset = GUIDE_TRAIN) -> transforms.Compose:
     """The torchvision Compose for `preset` (PIL image in, (3, crop, crop) float tensor out)."""
     import torch
-    from torchvision import transforms
+
+    from dlguide_core.torchvision_lib import transforms
 
     steps: list[Any] = []
     if preset.random_resized_crop:

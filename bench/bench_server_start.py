@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +28,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from bench_first_visit import free_port, weights_env  # noqa: E402
+from bench_kiosk_load import stop_server  # noqa: E402
+
+import serve  # noqa: E402 - the launcher's health wait
 
 
 def _proc_figures(pid: int) -> tuple[float, float]:
@@ -48,27 +50,13 @@ def start_once(tree: Path, env: dict[str, str], log: Path) -> dict:
         proc = subprocess.Popen([sys.executable, str(tree / "serve.py"), "--server.port", str(port)], cwd=tree,
                                 env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{tree}: the server exited: {log.read_text(errors='replace')[-1500:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.1)
-            if time.monotonic() - started > 600:
-                raise TimeoutError(f"{tree}: not healthy within 600 s")
+        serve.wait_healthy(f"http://127.0.0.1:{port}", proc, timeout=600,
+                           log_tail=lambda: log.read_text(errors="replace")[-1500:])
         ready = time.monotonic() - started
         cpu, rss = _proc_figures(proc.pid)
         return {"ready_s": round(ready, 2), "cpu_s": round(cpu, 2), "rss_mib": round(rss)}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
 
 
 def main() -> None:

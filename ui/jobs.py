@@ -1,5 +1,6 @@
 """The Train page's job panel: what happened to the job just started, the job table, the picked job (ui.job_view)
-and the live curves (ui.live_curves), in one fragment that polls only while a job can change (ui.polling).
+and, in a fragment of their own at a slower pace, the live curves (ui.live_curves): both poll only while a job can
+change (ui.polling).
 
 Starting a job never waits for its process: the form queues it and the core's `dispatch_in_background` launches it
 on a worker thread, while the panel reports the job's real
@@ -19,7 +20,7 @@ from ui.durations import duration_text
 from ui.executors import job_note, scheduler_banner, where
 from ui.job_view import picked_job, select_job
 from ui.live_curves import join_comparison, live_curves
-from ui.polling import live_fragment
+from ui.polling import curves_interval, live_fragment
 from ui.tables import with_dashes
 
 
@@ -121,7 +122,6 @@ def _panel(store: JobStore) -> tuple[bool, tuple]:
         return False, ()
     summaries = job_table(store, jobs)
     log_size = picked_job(store, jobs, summaries)
-    live_curves(store, jobs)
     signature = (tuple((j.id, j.status, summaries[j.id].step) for j in jobs), log_size)
     return any(j.status in ACTIVE for j in jobs), signature
 
@@ -138,3 +138,11 @@ def jobs_panel(store: JobStore) -> None:
     st.html(STEADY_CSS)
     active = any(j.status in ACTIVE for j in store.list_jobs())
     live_fragment("train_jobs", lambda: _panel(store), active)
+    live_fragment("train_curves", lambda: _curves(store), active, fast=curves_interval())
+
+
+def _curves(store: JobStore) -> tuple[bool, tuple]:
+    """The live curves, a fragment of their own below the panel: redrawn at the curves' pace, not the table's."""
+    jobs = store.list_jobs()
+    steps = live_curves(store, jobs)
+    return any(j.status in ACTIVE for j in jobs), (tuple((j.id, j.status) for j in jobs), steps)

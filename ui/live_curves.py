@@ -116,17 +116,18 @@ def _charts(store: JobStore, chosen: list[Job], colors: dict[str, str]) -> None:
         right.plotly_chart(acc_fig, key="train_epoch_acc_chart")
 
 
-def live_curves(store: JobStore, jobs: list[Job]) -> None:
+def live_curves(store: JobStore, jobs: list[Job]) -> int:
+    """The compared runs' curves; returns how many steps they hold (what a poll of them watches change)."""
     runs = [j for j in jobs if is_training(j.recipe)]  # evaluation jobs have no curves to overlay
     if not runs:
-        return
+        return 0
     st.subheader("Live curves")
     picked = view_controls(runs)
     by_id = {j.id: j for j in runs}
     chosen = [by_id[i] for i in picked if i in by_id]
     if not chosen:
         st.caption("Pick one or more runs to see their curves.")
-        return
+        return 0
     colors = run_colors([j.id for j in sorted(jobs, key=lambda j: j.created)])
     steps = sum(len(steps_of(store, j)["step"]) for j in chosen)
     st.caption(f"{steps:,} steps stored · refreshed {time.strftime('%H:%M:%S')} · "
@@ -136,3 +137,4 @@ def live_curves(store: JobStore, jobs: list[Job]) -> None:
     for job in chosen:
         if job.status not in ACTIVE:
             per_class_chart(store, job, colors[job.id])
+    return steps

@@ -3,7 +3,17 @@ never while nothing can change."""
 
 from __future__ import annotations
 
-from ui.polling import FAST, QUIET_TICKS, SLOWEST, PollState, fast_interval, next_poll, wanted_interval
+from ui.polling import (
+    CURVES_FAST,
+    FAST,
+    QUIET_TICKS,
+    SLOWEST,
+    PollState,
+    curves_interval,
+    fast_interval,
+    next_poll,
+    wanted_interval,
+)
 
 
 def test_the_interval_doubles_after_quiet_ticks_up_to_the_slowest_and_resets_on_change() -> None:
@@ -31,3 +41,16 @@ def test_refresh_interval_comes_from_the_environment_when_it_reads(monkeypatch) 
         assert fast_interval() == FAST
     monkeypatch.setenv("DLGUIDE_REFRESH_S", "999")
     assert fast_interval() == SLOWEST
+
+
+def test_the_curves_poll_at_their_own_slower_pace_unless_a_refresh_is_asked_for(monkeypatch) -> None:
+    monkeypatch.delenv("DLGUIDE_REFRESH_S", raising=False)
+    assert curves_interval() == CURVES_FAST > FAST
+    state = next_poll(PollState(), ("job", 1), CURVES_FAST)
+    assert state.interval == CURVES_FAST
+    for _ in range(QUIET_TICKS):
+        state = next_poll(state, ("job", 1), CURVES_FAST)
+    assert state.interval == 2 * CURVES_FAST  # backs off from its own pace
+    assert next_poll(state, ("job", 2), CURVES_FAST).interval == CURVES_FAST
+    monkeypatch.setenv("DLGUIDE_REFRESH_S", "0.5")  # a demo screen, or a test watching many redraws
+    assert curves_interval() == 0.5

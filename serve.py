@@ -109,6 +109,7 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
 
     from dlguide_core.network import is_loopback
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
+    from ui.booth_api import BoothApi
     from ui.sign_in_return import ReturnAfterSignIn
     from ui.static_gzip import GzipStatic
     from ui.upload_caps import UploadGate
@@ -132,6 +133,7 @@ def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> Non
                 [] if token is None else [token_gate(token, address, hosts)])
         return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *gate,
                 Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
+                Middleware(BoothApi, base_url=base_url),  # the booth's photos, answered without a script run (issue 30)
                 Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)
                            base_url=config.get_option("server.baseUrlPath") or ""),
                 *build()]

@@ -92,18 +92,18 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
             page.get_by_role("option", name="none (untrained, random init)").click()
         for i, path in enumerate(files):
             if booth:
-                from bench_kiosk_load import UPLOAD_TAB  # bench/ is this script's own folder
-                # Each "Start over" re-keys the visitor's widgets (kiosk_<widget>_<nonce>, nonce i for the i-th
-                # photo): address the new ones by key, never a stale copy still on screen from the last run.
+                from bench_kiosk_load import ATTRACT, PHOTO_INPUT, START_OVER, UPLOAD_TAB  # this script's folder
+
                 step = f"upload {i}: choose Upload"
-                page.locator(UPLOAD_TAB.format(i)).filter(has_text="Upload").click()
+                page.locator(UPLOAD_TAB).click()
                 step = f"upload {i}: send the file"
-                page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
+                page.locator(PHOTO_INPUT).set_input_files(str(path))
                 step = f"upload {i}: wait for the answer"
                 page.get_by_text("I think it's a").or_(page.get_by_text("too large")).first.wait_for()
                 step = f"upload {i}: start over"
-                page.locator(f".st-key-kiosk_restart_{i} button").click()
-                page.locator(f".st-key-kiosk_source_{i + 1}").wait_for()
+                if page.locator(START_OVER).is_visible():  # a refused photo leaves the attract view as it was
+                    page.locator(START_OVER).click()
+                page.get_by_text(ATTRACT).wait_for()
             else:
                 page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
                 answers = page.locator('[data-testid="stPlotlyChart"], [data-testid="stAlertContentError"]')

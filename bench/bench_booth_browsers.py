@@ -1,6 +1,7 @@
 """The booth's server CPU per classification with real browsers (issue 30's independent check): N headless Debian
 chromium visitors at once against a booth started as `make kiosk` starts it (serve.command, DLGUIDE_KIOSK=1), each
-uploading photos in turn (Upload, the photo, wait for the answer, "Start over"), with every tab's timers running.
+uploading photos in turn (Upload, the photo, wait for the answer, "Start over"), as a visitor's screen does it (the
+photo over the booth's HTTP route, the answer drawn in the browser: ui/booth_screen.js).
 
 Reported: classifications, errors, the server's CPU (every process of it) over the measured phase per
 classification, the booth backend's own forward CPU at batch 1 (timed in this process just before and after the
@@ -34,7 +35,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_first_visit import free_port, weights_env  # noqa: E402
 from bench_kiosk_load import (  # noqa: E402
+    ANSWERED,
     BATCH_NOTE,
+    PHOTO_INPUT,
+    START_OVER,
     UPLOAD_TAB,
     WARMUP_RUNS,
     booth_backend,
@@ -84,15 +88,15 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
         for i in range(rounds):
             path = workdir / f"visitor{index}-{i}.jpg"
             path.write_bytes(photo(1000 * index + i))
-            await page.locator(UPLOAD_TAB.format(i)).filter(has_text="Upload").click()
+            await page.locator(UPLOAD_TAB).click()
             start = time.perf_counter()
-            await page.locator(f".st-key-kiosk_upload_{i} input[type=file]").set_input_files(str(path))
-            answer = page.locator(".booth-answer")
-            await answer.wait_for()
+            await page.locator(PHOTO_INPUT).set_input_files(str(path))
+            await page.get_by_text(ANSWERED).wait_for()
             waits.append(time.perf_counter() - start)
-            batches.extend(int(m.group(1)) for m in BATCH_NOTE.finditer(await answer.inner_text()))
-            await page.locator(f".st-key-kiosk_restart_{i} button").click()
-            await page.locator(f".st-key-kiosk_source_{i + 1}").wait_for()
+            note = await page.locator(".booth-answer").inner_text()
+            batches.extend(int(m.group(1)) for m in BATCH_NOTE.finditer(note))
+            await page.locator(START_OVER).click()
+            await page.get_by_text(ATTRACT).wait_for()
     except Exception as exc:  # reported, not raised: one visitor's failure must not hide the others
         errors.append(f"visitor {index}: {exc!r}"[:300] + (f"; page errors: {broke[-3:]}" if broke else ""))
         shot_path = workdir.parent / f"booth-browsers-visitor{index}-failed.png"

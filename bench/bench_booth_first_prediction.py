@@ -43,11 +43,12 @@ def first_prediction(workdir: Path, env: dict[str, str], warm: bool, run: int) -
         answered = time.monotonic()
     finally:
         server.stop()
-    rows = sum(body.count('class="booth-row"') for body in result.markdown)
+    rows = len(result.top)
     ready = [line for line in server.log_text().splitlines() if "booth ready" in line]
     return {"warm": warm, "port_open_s": round(opened - server.started, 1),
             "visitor_wait_s": round(answered - opened, 1), "first_prediction_s": round(answered - server.started, 1),
-            "top5_rows": rows, "errors": result.errors, "launcher": ready[0][9:] if ready else ""}
+            "top5_rows": rows, "errors": [result.problem()] if result.problem() else [],
+            "launcher": ready[0][9:] if ready else ""}
 
 
 def main() -> int:

@@ -82,7 +82,7 @@ def idle_share(url: str, pid: int, tabs: int, idle_s: float, chromium: str, *, w
             if with_photo:
                 photo = workdir / "visitor.jpg"
                 photo.write_bytes(shot(7))
-                page.locator(UPLOAD_TAB.format(0)).filter(has_text="Upload").click()
+                page.locator(UPLOAD_TAB).click()
                 page.locator("input[type=file]").set_input_files(str(photo))
                 page.get_by_text("I think it's a").wait_for(timeout=300_000)
             pages.append(page)

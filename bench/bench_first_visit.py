@@ -202,7 +202,7 @@ def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, ti
             sys.path.insert(0, str(ROOT / "bench"))
             from bench_kiosk_load import UPLOAD_TAB
 
-            page.locator(UPLOAD_TAB.format(0)).filter(has_text="Upload").click()
+            page.locator(UPLOAD_TAB).click()
             page.locator("input[type=file]").set_input_files(str(photo))
             page.get_by_text("I think it's a").wait_for()
             page.locator(".booth-row").nth(4).wait_for()

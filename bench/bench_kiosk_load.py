@@ -1,14 +1,13 @@
-"""Booth load test: N concurrent visitor sessions on one served kiosk, over Streamlit's own websocket protocol.
+"""Booth load test: N concurrent visitors on one served kiosk, each doing what a browser tab does, minus the drawing.
 
-Each session is what a browser tab does, minus the rendering: open /_stcore/stream,
-ask for upload URLs, PUT a camera shot, rerun with the camera widget holding it (a rerun of the fragment the
-widget is drawn in, as the browser asks for it), read the result and GET the pictures it shows, then tap "Start
-over". Reports errors, single-session vs
-concurrent latency (p50/p95) and the server's RSS before and after the measured
-classifications, the server's CPU seconds per classification (every process of the server, the measured phase
-only) beside the booth backend's own forward CPU time at the batch sizes the server ran (measured after the
-server stops, same weights and backend), the batch sizes the booth reports to its visitors, and the load average.
-tests/served/test_booth_load.py runs it small; run this for the real numbers:
+A visitor opens the page (Streamlit's websocket, /_stcore/stream: the page's one script run), then, per round,
+posts a camera shot to the booth's HTTP route (ui/booth_api.py: POST /_booth/classify, the answer as JSON) and
+taps "Start over" (which the browser does alone: no request). Reports errors, single-visitor vs concurrent latency
+(p50/p95), the server's RSS before and after the measured classifications, the server's CPU seconds per
+classification (every process of the server, the measured phase only) beside the booth backend's own forward CPU
+time at the batch sizes the server ran (measured after the server stops, same weights and backend), the batch sizes
+the answers report (a histogram), and the load average. tests/served/test_booth_load.py runs it small; run this
+for the real numbers:
 
     .venv/bin/python bench/bench_kiosk_load.py --sessions 10 --rounds 50
 """
@@ -29,8 +28,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +38,6 @@ import psutil
 from PIL import Image
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
-from streamlit.proto.Common_pb2 import FileUploaderState, FileURLsRequest, UploadedFileInfo
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
 from websockets.sync.client import connect
@@ -47,13 +45,13 @@ from websockets.sync.client import connect
 ROOT = Path(__file__).resolve().parents[1]
 FINISHED = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
             ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY}
-# The booth's widgets as pages/booth.py labels them (Material icons, no emoji: issue 18/24)
-HEATMAP = "checkbox::material/local_fire_department: Where did the model look?"
-START_OVER = "button:Start over"
-# The i-th visitor screen's camera/upload tabs (a browser clicks its "Upload" tab: the tab's own text, as the booth's
-# uploader has an "Upload" button too, hidden in that tab)
-UPLOAD_TAB = ".st-key-kiosk_source_{} [data-testid=stTab]"
-BATCH_NOTE = re.compile(r"batch of (\d+)")  # the booth's "answered in a batch of N photos" caption
+# The booth's visitor screen in a browser (ui/booth_screen.js): its "Upload" tab, photo input and "Start over"
+UPLOAD_TAB = ".booth-tab[data-tab=upload]"
+PHOTO_INPUT = ".booth-screen input[type=file]"
+START_OVER = ".booth-restart"
+ANSWERED = "I think it's a"
+ATTRACT = "Show the camera something, or upload a photo!"
+BATCH_NOTE = re.compile(r"batch of (\d+)")  # the answer's "in a batch of N photos" note
 
 
 @dataclass
@@ -85,7 +83,7 @@ class BoothSession:
         self.session_id = ""
         self.page_hash = ""  # the page's script hash, as the browser sends it back with each rerun
         self.last = RunResult()
-        self.answered = RunResult()  # the run that answered the last photo (before its heat map's, if asked)
+        self.answered: Answered | None = None  # the last photo's answer
 
     def __enter__(self) -> BoothSession:
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -103,8 +101,12 @@ class BoothSession:
         self.ws.send(msg.SerializeToString())
 
     def _receive(self) -> ForwardMsg:
+        return self.receive(self.timeout)
+
+    def receive(self, timeout: float) -> ForwardMsg:
+        """The server's next message to this tab; TimeoutError when none comes within `timeout` seconds."""
         msg = ForwardMsg()
-        msg.ParseFromString(self.ws.recv(timeout=self.timeout))
+        msg.ParseFromString(self.ws.recv(timeout=timeout))
         return msg
 
     def rerun(self, widgets: list[WidgetState], fragment_id: str = "") -> RunResult:
@@ -131,51 +133,52 @@ class BoothSession:
                     self._http("GET", url, None, {})
                 return result
 
-    def tap(self, widgets: list[WidgetState]) -> RunResult:
-        """Widgets changed by the visitor: the run the browser asks for (the fragment of the first one's)."""
-        return self.rerun(widgets, self.last.fragments.get(widgets[0].id, ""))
+    def post(self, route: str, query: dict[str, str], body: bytes) -> bytes:
+        """A POST to the booth's HTTP route, as the visitor's screen sends it (the XSRF cookie and header)."""
+        from urllib.parse import urlencode
 
-    def upload(self, name: str, data: bytes) -> UploadedFileInfo:
-        request_id = uuid.uuid4().hex
-        self._send(BackMsg(file_urls_request=FileURLsRequest(request_id=request_id, file_names=[name],
-                                                             session_id=self.session_id)))
-        while True:
-            msg = self._receive()
-            if msg.WhichOneof("type") == "file_urls_response" and msg.file_urls_response.response_id == request_id:
-                urls = msg.file_urls_response.file_urls[0]
-                break
-        boundary = uuid.uuid4().hex
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
-                f"Content-Type: image/jpeg\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-        self._http("PUT", urls.upload_url, body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
-        return UploadedFileInfo(file_id=urls.file_id, name=name, size=len(data), file_urls=urls)
-
-    def delete(self, info: UploadedFileInfo) -> None:
-        self._http("DELETE", info.file_urls.delete_url, None, {})
-
-    def _http(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> None:
-        url = path if path.startswith("http") else self.url + path
-        request = urllib.request.Request(url, data=body, method=method, headers={"X-Xsrftoken": self.xsrf, **headers})
+        request = urllib.request.Request(f"{self.url}/_booth/{route}?{urlencode(query)}", data=body, method="POST",
+                                         headers={"X-Xsrftoken": self.xsrf, "Content-Type": "image/jpeg"})
         with self.http.open(request, timeout=self.timeout) as response:
-            response.read()
+            return response.read()
 
-    def classify(self, data: bytes, *, heatmap: bool = False) -> tuple[RunResult, float]:
-        """Take a "camera" shot and wait for its result (then its Grad-CAM if asked); returns the result
-        and the visitor's wait for the prediction in seconds."""
+    def classify(self, data: bytes, *, heatmap: bool = False) -> tuple[Answered, float]:
+        """Post a camera shot and wait for its answer (then its Grad-CAM if asked); returns the answer and the
+        visitor's wait for it in seconds. An HTTP error's one line is the answer's error."""
         start = time.perf_counter()
-        info = self.upload("camera.jpg", data)
-        camera = WidgetState(id=self.last.widgets["camera_input"],
-                             file_uploader_state_value=FileUploaderState(uploaded_file_info=[info]))
-        result = self.answered = self.tap([camera])
+        try:
+            answered = self.answered = Answered(json.loads(self.post("classify", {"name": "camera.jpg"}, data)))
+        except urllib.error.HTTPError as exc:
+            return Answered({}, error=f"HTTP {exc.code}: {json.loads(exc.read() or b'{}').get('error')}"), 0.0
         waited = time.perf_counter() - start
         if heatmap:
-            toggle = WidgetState(id=result.widgets[HEATMAP], bool_value=True)
-            result = self.tap([toggle, camera])
-        self.delete(info)  # what the browser does when a shot is retaken or cleared
-        return result, waited
+            answered.heatmap = self.post("heatmap", {"name": "camera.jpg", "index": str(answered.top[0]["index"])},
+                                         data)
+        return answered, waited
 
-    def start_over(self) -> RunResult:
-        return self.tap([WidgetState(id=self.last.widgets[START_OVER], trigger_value=True)])
+    def start_over(self) -> None:
+        """What "Start over" sends the server: nothing (the visitor's screen forgets the photo itself)."""
+
+
+@dataclass
+class Answered:
+    """The booth's answer to one photo (booth_photos.answer_json's keys), its Grad-CAM when asked, or an error."""
+
+    answer: dict
+    heatmap: bytes = b""
+    error: str = ""
+
+    @property
+    def top(self) -> list[dict]:
+        return self.answer.get("top", [])
+
+    def problem(self) -> str:
+        """Why this is no answer a visitor could use ("" when it is one)."""
+        if self.error:
+            return self.error
+        if len(self.top) != 5 or not self.answer.get("label") or self.answer.get("batch_size", 0) < 1:
+            return f"not a top-5 answer: {self.answer}"
+        return ""
 
 
 def record_element(result: RunResult, element, fragment_id: str = "") -> None:
@@ -218,12 +221,12 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
             if think_s:  # people arrive at their own moments, not in step
                 time.sleep(looks.uniform(0, think_s))
             for i in range(rounds):
-                result, waited = session.classify(shot(seed * 10_000 + i))
-                rows = sum(body.count('class="booth-row"') for body in result.markdown)
-                if result.errors or rows != 5 or not any("I think it's a" in b for b in result.markdown):
-                    errors.append(f"session {seed} round {i}: rows={rows} {result.errors}")
+                answered, waited = session.classify(shot(seed * 10_000 + i))
+                if answered.problem():
+                    errors.append(f"session {seed} round {i}: {answered.problem()}")
+                    continue
                 latencies.append(waited)
-                batches.extend(int(m.group(1)) for b in result.markdown for m in BATCH_NOTE.finditer(b))
+                batches.append(answered.answer["batch_size"])
                 if think_s:
                     time.sleep(think_s * looks.uniform(0.5, 1.5))
                 session.start_over()

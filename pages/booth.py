@@ -1,23 +1,20 @@
 """Booth: a touch-friendly classify screen for strangers, with Grad-CAM and an attract view.
 
-Visitor photos live in this session's memory only and are dropped (widgets re-keyed,
-uploads freed) on "Start over" or after DLGUIDE_KIOSK_IDLE_S seconds without a tap.
-The pieces are in ui/booth.py; what the booth decides is in dlguide_core.booth.
-A visitor's taps (a photo, "Start over", the heat map) rerun only the visitor's screen (ui.booth.visitor_screen, a
-fragment), not this whole page: the title, the styles and the training ticker are drawn once per full run, and
-the idle reset is one timer of the page (ui.booth.idle_timer), not one declared with each answer.
+The visitor's screen (ui.booth.visitor_screen) runs in the browser: a photo goes to the model over HTTP
+(ui/booth_api.py, batched with the other visitors' photos), and the answer, the heat map, "Start over" and the idle
+reset after DLGUIDE_KIOSK_IDLE_S seconds are drawn there, with no script run of this page. The photo lives in the
+visitor's browser only (the server keeps nothing once it has answered) and is dropped on "Start over" and on idle.
+This script runs once per visit: the title, the screen, and the training ticker (a fragment, while a job runs).
+What the booth decides is in dlguide_core.booth.
 """
 
 import streamlit as st
 
 from dlguide_core import booth
 from dlguide_core.errors import DlguideError
-from ui.booth import CSS, IDLE_SLOT, idle_timer, training_ticker, visitor_screen
+from ui.booth import training_ticker, visitor_screen
 from ui.cache import booth_runner, get_model
-from ui.slots import timer_slot
 
-st.html(CSS)
-idle_slot = timer_slot(IDLE_SLOT)  # before anything this run may stop at (ui/slots.py)
 try:
     loaded = get_model(booth.booth_weights())
     runner = booth_runner(loaded)
@@ -32,4 +29,3 @@ if not loaded.trained:
 visitor_screen(loaded, runner)
 with st.container():
     training_ticker()
-idle_timer(booth.idle_seconds(), idle_slot)

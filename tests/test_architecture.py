@@ -735,3 +735,18 @@ def test_torchvision_is_imported_only_through_its_door():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "torchvision")]
     assert not offenders, "import torchvision through dlguide_core.torchvision_lib:\n" + "\n".join(offenders)
+
+
+def test_the_booth_screen_sets_no_text_as_html():
+    """Issue 30: the booth's visitor screen (ui/booth_screen.js) draws what visitors and the model give it (labels,
+    error lines, a run's name) as text nodes; innerHTML takes only its own icon constants, and no string is ever
+    evaluated as code."""
+    source = (ROOT / "ui" / "booth_screen.js").read_text()
+    assignments = re.findall(r"\.(?:innerHTML|outerHTML)\s*=\s*([^;]+);", source)
+    assert assignments == ["SVG[name]"], assignments
+    assert not re.search(r"insertAdjacentHTML|document\.write|\beval\(|new Function\(|setTimeout\(\s*['\"`]", source)
+
+
+def test_the_booth_screen_rule_sees_html_set_from_data():
+    source = 'node.innerHTML = data.label;'
+    assert re.findall(r"\.(?:innerHTML|outerHTML)\s*=\s*([^;]+);", source) == ["data.label"]

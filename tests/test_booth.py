@@ -60,11 +60,13 @@ def test_predict_timed_matches_classify(small: LoadedModel) -> None:
     assert result.latency_ms > 0 and result.backend == "eager" and result.device == "CPU"
 
 
-def test_a_photo_answered_from_its_bytes_matches_classify_and_its_pictures_are_small(small: LoadedModel) -> None:
-    """booth_photos.answer_photo (the booth's path: decode, preprocess and pictures on the image threads, the forward
-    in the worker) gives classify's top-5 for the same photo, and the two pictures it shows, encoded once, at most
-    SHOWN_SIDE on a side; a file that is no image is one line, and leaves the image threads serving the next."""
+def test_a_photo_answered_from_its_bytes_matches_classify(small: LoadedModel) -> None:
+    """booth_photos.answer_photo (the booth's path: decode and preprocess on the image threads, the forward in the
+    worker) gives classify's top-5 for the same photo, and its answer as the booth's HTTP route sends it (the keys
+    README's "Booth mode" names); a file that is no image is one line, and leaves the image threads serving the
+    next."""
     import io
+    import json
 
     from dlguide_core.vision.images import load_image
 
@@ -73,19 +75,35 @@ def test_a_photo_answered_from_its_bytes_matches_classify_and_its_pictures_are_s
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=92)
     data = buffer.getvalue()
-    answered = booth_photos.answer_photo(small, eager(small), data, "shot.jpg")
+    result = booth_photos.answer_photo(small, eager(small), data, "shot.jpg")
     expected = classify_images(small, [load_image(data, min_side=small.preset.resize)], k=5)[0]
-    assert [p.index for p in answered.result.top] == [p.index for p in expected]
-    assert [p.prob for p in answered.result.top] == pytest.approx([p.prob for p in expected], abs=1e-5)
-    assert answered.result.latency_ms > 0 and answered.result.batch_size == 1
-    photo, view = Image.open(io.BytesIO(answered.photo_jpeg)), Image.open(io.BytesIO(answered.view_jpeg))
-    assert photo.format == view.format == "JPEG"
-    assert max(photo.size) <= booth_photos.SHOWN_SIDE and view.size == (small.preset.crop, small.preset.crop)
-    assert min(answered.image.size) >= small.preset.resize  # the model's size, never the full resolution
+    assert [p.index for p in result.top] == [p.index for p in expected]
+    assert [p.prob for p in result.top] == pytest.approx([p.prob for p in expected], abs=1e-5)
+    assert result.latency_ms > 0 and result.batch_size == 1
+    sent = json.loads(json.dumps(booth_photos.answer_json(result)))
+    assert list(sent) == ["label", "prob", "top", "latency_ms", "queued_ms", "batch_size", "backend", "device"]
+    assert sent["label"] == expected[0].label and sent["backend"] == "eager" and sent["device"] == "CPU"
+    assert [row["index"] for row in sent["top"]] == [p.index for p in expected]
+    assert [list(row) for row in sent["top"]] == [["label", "prob", "index"]] * 5
     with pytest.raises(DlguideError, match="junk.png") as bad:
         booth_photos.answer_photo(small, eager(small), b"not an image", "junk.png")
     assert "\n" not in str(bad.value)
-    assert booth_photos.answer_photo(small, eager(small), data, "again.jpg").result.top == answered.result.top
+    assert booth_photos.answer_photo(small, eager(small), data, "again.jpg").top == result.top
+
+
+def test_a_heat_map_from_a_photos_bytes_is_a_jpeg_of_what_the_model_saw(small: LoadedModel) -> None:
+    """booth_photos.heatmap_jpeg: the Grad-CAM of the asked class over the model's crop, run in the worker; a class
+    the model does not have is one line, not an IndexError."""
+    import io
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (400, 300), (200, 60, 20)).save(buffer, format="JPEG")
+    runner = eager(small)
+    jpeg = booth_photos.heatmap_jpeg(small, runner, buffer.getvalue(), "shot.jpg", 2)
+    shown = Image.open(io.BytesIO(jpeg))
+    assert shown.format == "JPEG" and shown.size == (small.preset.crop, small.preset.crop)
+    with pytest.raises(DlguideError, match="class 6 is not one of the model's 6 classes"):
+        booth_photos.heatmap_jpeg(small, runner, buffer.getvalue(), "shot.jpg", 6)
 
 
 def test_latency_excludes_time_queued_behind_another_visitor(small: LoadedModel) -> None:

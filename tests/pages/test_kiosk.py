@@ -1,25 +1,17 @@
-"""AppTest of the booth page: kiosk routing, the visitor flow, reset, and the read-only training ticker."""
+"""AppTest of the booth page: kiosk routing, the visitor's screen and what it is given, and the read-only training
+ticker. The visitor's flow itself (a photo, its answer, the heat map, "Start over", idle) runs in the browser and over
+the booth's HTTP route: tests/served/test_kiosk.py and tests/served/test_booth_api.py."""
 
 from __future__ import annotations
 
-import html
-import io
 import os
-import re
 import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 from tests.support.paths import ROOT
-
-
-def jpeg_bytes(colour: tuple[int, int, int] = (200, 40, 40), size: tuple[int, int] = (320, 240)) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", size, colour).save(buffer, format="JPEG")
-    return buffer.getvalue()
 
 
 def booth(monkeypatch: pytest.MonkeyPatch, kiosk: bool = True, backend: str = "torch") -> AppTest:
@@ -38,10 +30,13 @@ def all_text(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
-def metrics(at: AppTest) -> dict[str, str]:
-    """The answer's figures, label -> value, as the booth's answer block shows them (one HTML element)."""
-    pairs = re.findall(r'booth-metric-label">([^<]*)</div><div class="booth-metric-value">([^<]*)</div>', all_text(at))
-    return {label: html.unescape(value) for label, value in pairs}
+def screen(at: AppTest) -> dict:
+    """What the page hands the visitor's screen (ui.booth.screen_data), as the browser receives it."""
+    import json
+
+    (element,) = [e for e in at.get("bidi_component") if e.key == "kiosk_screen"]
+    assert element.proto.component_name == "dlguide_booth_screen"
+    return json.loads(element.proto.json)
 
 
 def widget_keys(at: AppTest) -> set[str]:
@@ -55,12 +50,16 @@ def test_kiosk_mode_routes_only_the_booth(monkeypatch: pytest.MonkeyPatch) -> No
     assert not at.exception
     assert at.title[0].value == "What does the AI see?"
     keys = widget_keys(at)
-    assert keys and all(k.startswith("kiosk_") for k in keys), keys  # no weights picker, no training controls
+    assert keys <= {"kiosk_job"}, keys  # no weights picker, no training controls (the screen's are the browser's)
     assert "classify_weights" not in keys
     text = all_text(at)
     assert "untrained" in text  # no ImageNet weights here: the banner says so
     assert "/" not in at.warning[0].value  # and names no file path
-    assert text.count('class="booth-row"') == 5  # the attract view: a sample's top-5
+    data = screen(at)  # the attract view: each bundled sample with its top-5, inline
+    assert len(data["attract"]) == 2 and all(len(item["top"]) == 5 for item in data["attract"])
+    assert all(item["src"].startswith("data:image/jpeg;base64,") for item in data["attract"])
+    assert data["api"] == "/_booth" and data["crop"] == 299 and data["classes"] == 1000
+    assert "untrained" in data["texts"]["heatmap"]  # its heat map claims nothing
 
 
 @pytest.mark.parametrize("hidden", ["pages/devices.py", "pages/classify.py"])
@@ -81,40 +80,21 @@ def test_kiosk_mode_ignores_page_query_params(monkeypatch: pytest.MonkeyPatch) -
     assert all(k.startswith("kiosk_") for k in widget_keys(at))
 
 
-def test_camera_photo_top5_heatmap_and_start_over(monkeypatch: pytest.MonkeyPatch, fake_imagenet: Path) -> None:
+def test_the_screen_is_drawn_once_and_the_page_has_no_timer(monkeypatch: pytest.MonkeyPatch,
+                                                             fake_imagenet: Path) -> None:
+    """Issue 30: the visitor's screen is one element, given everything it shows once; the page declares no timer of
+    its own (no attract view, countdown or idle check run in the server: an idle tab costs it nothing)."""
+    monkeypatch.setenv("DLGUIDE_KIOSK_IDLE_S", "12")
     at = booth(monkeypatch)
+    assert not at.exception
     assert "untrained" not in all_text(at)  # ImageNet weights are cached: no banner
-    at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
-    assert not at.exception
-    assert "I think it's a" in all_text(at)
-    assert all_text(at).count('class="booth-row"') == 5
-    figures = metrics(at)
-    assert list(figures) == ["This prediction took", "Ran on", "Backend"], figures
-    assert figures["This prediction took"].endswith(" ms") and float(figures["This prediction took"][:-3]) > 0
-    assert figures["Ran on"].startswith(("CPU", "GPU")) and figures["Backend"]
-    at.toggle(key="kiosk_heatmap_0").set_value(True).run()
-    assert not at.exception
-    assert at.session_state["kiosk_visitor"].cam is not None
-    at.button(key="kiosk_restart_0").click().run()
-    assert not at.exception
-    assert "kiosk_visitor" not in at.session_state
-    assert at.session_state["kiosk_nonce"] == 1
-    keys = widget_keys(at)
-    assert "kiosk_camera_1" in keys and "kiosk_camera_0" not in keys and "kiosk_heatmap_0" not in keys
-    assert "I think it's a" not in all_text(at)
-
-
-def test_upload_and_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    at = booth(monkeypatch)
-    # Material icons, never emoji: Debian's chromium has no emoji font and showed an empty box (issue 18).
-    labels = [tab.label for tab in at.tabs]  # the camera and the uploader, in tabs the browser switches alone
-    assert labels == [":material/photo_camera: Camera", ":material/upload: Upload"], labels
-    at.file_uploader(key="kiosk_upload_0").upload("junk.png", b"not an image at all", "image/png").run()
-    assert not at.exception
-    assert len(at.error) == 1 and "junk.png" in at.error[0].value and "\n" not in at.error[0].value
-    at.file_uploader(key="kiosk_upload_0").upload("red.jpg", jpeg_bytes(), "image/jpeg").run()
-    assert not at.exception and not at.error
-    assert all_text(at).count('class="booth-row"') == 5
+    data = screen(at)
+    assert data["texts"]["metrics"] == ["This prediction took", "Ran on", "Backend"]
+    assert data["device"].startswith(("CPU", "GPU")) and data["backend"].startswith("PyTorch (eager)")
+    assert data["texts"]["heatmap"] == "Grad-CAM for “{label}”: red is where it looked"
+    assert data["texts"]["idle"] == "This screen clears itself 12 s after your last tap."
+    assert data["accept"] == ".jpg,.jpeg,.png,.webp,.bmp,.gif" and data["max_mb"] == 25
+    assert widget_keys(at) <= {"kiosk_job"}  # no camera, uploader, toggle or button widget: the browser has them
 
 
 def test_normal_mode_also_serves_the_booth(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,10 +176,9 @@ def test_default_backend_is_the_fastest_available(monkeypatch: pytest.MonkeyPatc
     # zentorch would compile Inception for minutes to be timed; its turn: tests/inference/test_backend_zentorch.py
     monkeypatch.setitem(sys.modules, "zentorch", None)
     at = booth(monkeypatch, backend="")
-    at.camera_input(key="kiosk_camera_0").upload("shot.jpg", jpeg_bytes(), "image/jpeg").run()
     assert not at.exception
     expected = registry.backend_class(choice.fastest_available(load_model("imagenet")).name).title
-    assert metrics(at)["Backend"].startswith(expected)
+    assert screen(at)["backend"].startswith(expected)
 
 
 def test_unknown_backend_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

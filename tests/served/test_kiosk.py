@@ -1,4 +1,5 @@
-"""The booth in a real browser: a visitor uploads, sees the top-5 and the heatmap, walks away; URL tricks fail."""
+"""The booth in a real browser: a visitor uploads, sees the top-5 and the heatmap, walks away; URL tricks fail. And
+the booth's HTTP route (ui/booth_api.py) as any client meets it: its answer, its errors, its caps and its XSRF check."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import pytest
 from PIL import Image, ImageDraw
 from playwright.sync_api import expect
 
-from tests.support.benches import load_bench
 from tests.support.servers import start_served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-bench = load_bench("bench_kiosk_load")
 
 TITLE = "What does the AI see?"
 ATTRACT = "Show the camera something, or upload a photo!"
@@ -25,9 +24,9 @@ LONGEST_BACKEND = """e => { const text = document.createTreeWalker(e, NodeFilter
 TEXTS = ".booth-metric-value, .booth-metric-value *, .booth-label, .booth-pct"
 
 
-def upload_tab(page, visit: int = 0):
-    """The visitor screen's "Upload" tab (the `visit`-th screen: "Start over" re-keys its widgets)."""
-    return page.locator(bench.UPLOAD_TAB.format(visit)).filter(has_text="Upload")
+def upload_tab(page):
+    """The visitor screen's "Upload" tab."""
+    return page.get_by_role("tab", name="Upload")
 
 
 def photo(path: Path) -> Path:
@@ -74,10 +73,14 @@ def test_visitor_flow_and_idle_reset(booth_url: str, browser_page, tmp_path: Pat
 
     # No more taps: after DLGUIDE_KIOSK_IDLE_S the screen clears itself back to the attract view.
     page.get_by_text(ATTRACT).wait_for(timeout=40_000)
-    for gone in ("I think it's a", "visitor.jpg", "Grad-CAM for", "Your photo"):  # stale elements go at run end
+    for gone in ("I think it's a", "Grad-CAM for", "1 · Your photo"):
         expect(page.get_by_text(gone, exact=False)).to_have_count(0, timeout=20_000)
+    expect(page.get_by_role("button", name="Start over")).to_have_count(0)  # hidden until the next photo
     expect(page.locator(".booth-attract img")).to_have_count(1)  # only the attract view's sample
-    expect(page.locator("[data-testid=stImage], .booth-how img")).to_have_count(0)  # no photo, model view or heat map
+    expect(page.locator("img:not(.booth-attract img)")).to_have_count(0)  # no photo, model view or heat map
+    assert page.locator("input[type=file]").evaluate("input => input.files.length") == 0  # the photo let go
+    blobs = page.evaluate("() => [...document.querySelectorAll('img')].filter(i => i.src.startsWith('blob:')).length")
+    assert blobs == 0
 
 
 def test_metric_values_and_bars_fit_on_a_wide_screen_and_a_phone(booth_url: str, browser, tmp_path: Path) -> None:
@@ -174,37 +177,64 @@ def assert_only_the_booth(page, path: str) -> None:
     assert page.get_by_text("Weights", exact=True).count() == 0, path
 
 
-def test_start_over_as_the_countdown_ticks_keeps_the_page(booth_url: str, browser_page, tmp_path: Path) -> None:
-    """Issue 18, found by bench_app_memory.py's booth run (4 visitors uploading): "Start over" tapped just as the idle
-    countdown's 1 s timer fires. Streamlit ran the countdown once more after the new screen was drawn, at its old
-    place (below the answer's "Start over"), and the browser, told to draw past the end of a column, blanked the
-    whole page ("Bad delta path index"): a white screen for the next visitor. On a busy server the tick reaches
-    it while the tap's run is under way; here the socket holds the tap until the page's next tick, then lets the
-    tap through and the tick a moment later, as a busy server would see them (at several delays). Since issue 30 the
-    tap reruns the visitor's screen alone (a fragment) and the page's timers are the idle check and the attract
-    view: a late tick of either after the tap's run must leave the page whole too."""
-    from tests.support.late_tick import LateTick
-
+def test_start_over_before_the_answer_and_visit_after_visit(booth_url: str, browser_page, tmp_path: Path) -> None:
+    """A visitor who taps "Start over" while the answer is on its way never sees that answer arrive later (nor an
+    error): the screen is the attract view and stays so. Then three visits in a row on the same tab, each answered
+    and each cleared, and no script error in the page."""
     page = browser_page
     errors: list[str] = []
-    late = LateTick(page)
     page.on("pageerror", lambda exc: errors.append(str(exc)[:200]))
     page.goto(booth_url)
     page.get_by_text(ATTRACT).wait_for(timeout=120_000)
     image = photo(tmp_path / "visitor.jpg")
-    for visit, delay_ms in enumerate((120, 250, 400)):
-        upload_tab(page, visit).click()
-        page.locator(f".st-key-kiosk_upload_{visit} input[type=file]").set_input_files(str(image))
+    upload_tab(page).click()
+    held: list = []
+    # the photo's request, held until the visitor has moved on
+    page.route("**/_booth/classify*", lambda route: held.append(route))
+    page.locator("input[type=file]").set_input_files(str(image))
+    page.get_by_text("Looking at your photo").wait_for()
+    for _ in range(600):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the photo's request never left the page"
+    page.get_by_role("button", name="Start over").click()
+    page.get_by_text(ATTRACT).wait_for()
+    page.unroute("**/_booth/classify*")
+    try:
+        held[0].continue_()  # the answer comes back to a screen that has moved on (or the page dropped the request)
+    except Exception:  # noqa: BLE001 (the request was aborted by the page, as it should be)
+        pass
+    page.wait_for_timeout(3000)
+    expect(page.get_by_text("I think it's a")).to_have_count(0)
+    expect(page.locator(".booth-error:visible")).to_have_count(0)
+    for _ in range(3):
+        page.locator("input[type=file]").set_input_files(str(image))
         page.get_by_text("I think it's a").wait_for()
-        late.arm()
-        page.locator(f".st-key-kiosk_restart_{visit} button").click()
-        late.release(delay_ms)
-        page.wait_for_timeout(1500)  # the tap's runs, then the late tick's
-        assert errors == [], f"the page broke after Start over (tick {delay_ms} ms after the tap): {errors}"
-        page.locator(f".st-key-kiosk_source_{visit + 1}").wait_for()
-        expect(page.get_by_text(TITLE)).to_be_visible()
-        expect(page.get_by_text(ATTRACT)).to_be_visible()
-        expect(page.get_by_text("clears itself")).to_have_count(0)
+        page.get_by_role("button", name="Start over").click()
+        page.get_by_text(ATTRACT).wait_for()
+        expect(page.get_by_text("I think it's a")).to_have_count(0)
+        expect(page.get_by_text("clears itself")).to_be_hidden()
+    assert errors == [], errors
+    expect(page.get_by_text(TITLE)).to_be_visible()
+
+
+def test_a_file_that_is_no_image_is_one_line_and_the_next_photo_is_answered(booth_url: str, browser_page,
+                                                                           tmp_path: Path) -> None:
+    page = browser_page
+    page.goto(booth_url)
+    page.get_by_text(ATTRACT).wait_for(timeout=120_000)
+    upload_tab(page).click()
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image at all")
+    page.locator("input[type=file]").set_input_files(str(junk))
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert "junk.png" in alert.inner_text() and "\n" not in alert.inner_text().strip()
+    expect(page.get_by_text(ATTRACT)).to_be_visible()  # the screen goes on
+    page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
+    page.get_by_text("I think it's a").wait_for()
+    expect(alert).to_be_hidden()
 
 
 def test_the_booths_own_address_shows_the_booth_to_anyone(booth_url: str, browser_page) -> None:
@@ -222,3 +252,118 @@ def test_the_booths_own_address_shows_the_booth_to_anyone(booth_url: str, browse
         sock.sendall(f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
         assert sock.recv(4096).split(b"\r\n")[0].split()[1] == b"101"
+
+
+# ---------------------------------------------------------------- the booth's HTTP route (ui/booth_api.py)
+
+
+class Client:
+    """A client of the booth's HTTP route, as the visitor's screen is one: the XSRF cookie from the server, sent
+    back as the X-Xsrftoken header."""
+
+    def __init__(self, url: str) -> None:
+        import http.cookiejar
+        import urllib.request
+
+        self.url, jar = url, http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        self.opener.open(f"{url}/_stcore/health", timeout=60).read()  # sets the _streamlit_xsrf cookie
+        self.xsrf = next(c.value for c in jar if c.name == "_streamlit_xsrf")
+
+    def post(self, route: str, body: bytes, query: str = "name=shot.jpg", xsrf: str | None = None,
+             method: str = "POST") -> tuple[int, str, bytes]:
+        import urllib.error
+        import urllib.request
+
+        headers = {} if xsrf == "" else {"X-Xsrftoken": self.xsrf if xsrf is None else xsrf}
+        request = urllib.request.Request(f"{self.url}/_booth/{route}?{query}", data=body or None, method=method,
+                                         headers=headers)
+        try:
+            with self.opener.open(request, timeout=300) as response:
+                return response.status, response.headers["Content-Type"], response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers["Content-Type"], exc.read()
+
+
+def jpeg(colour: tuple[int, int, int], size: tuple[int, int] = (400, 300)) -> bytes:
+    buffer = io.BytesIO()
+    img = Image.new("RGB", size, colour)
+    ImageDraw.Draw(img).rectangle([size[0] // 4, size[1] // 4, size[0] // 2, size[1] // 2], fill=(250, 250, 240))
+    img.save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+def error_line(body: bytes) -> str:
+    import json
+
+    message = json.loads(body)["error"]
+    assert message and "\n" not in message and "Traceback" not in message, message
+    return message
+
+
+def test_the_route_answers_a_photo_as_json_and_its_heat_map_as_a_jpeg(booth_url: str) -> None:
+    """README's "Booth mode" contract: the answer's keys, five rows, the backend and device the page names."""
+    import json
+
+    client = Client(booth_url)
+    status, kind, body = client.post("classify", jpeg((40, 120, 200)))
+    assert status == 200 and kind == "application/json", (status, body[:200])
+    answer = json.loads(body)
+    assert list(answer) == ["label", "prob", "top", "latency_ms", "queued_ms", "batch_size", "backend", "device"]
+    assert len(answer["top"]) == 5 and answer["label"] == answer["top"][0]["label"]
+    assert answer["backend"].startswith("PyTorch (eager)") and answer["device"].startswith("CPU")
+    assert answer["batch_size"] >= 1 and answer["latency_ms"] > 0
+    index = answer["top"][0]["index"]
+    status, kind, body = client.post("heatmap", jpeg((40, 120, 200)), f"name=shot.jpg&index={index}")
+    assert status == 200 and kind == "image/jpeg", (status, body[:200])
+    assert Image.open(io.BytesIO(body)).size == (299, 299)
+    # Asked again for the same photo: the same answer (nothing about the last one was kept to change it)
+    again = json.loads(client.post("classify", jpeg((40, 120, 200)))[2])
+    assert [r["index"] for r in again["top"]] == [r["index"] for r in answer["top"]]
+
+
+def test_a_bad_photo_is_one_line_and_never_fails_the_visitors_beside_it(booth_url: str) -> None:
+    """Ten visitors post at once, one of them a file that is no image: that one gets 400 and one line naming it; the
+    nine others are answered, batched together, with the same answer each would have had alone."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = Client(booth_url)
+    photos = [jpeg((25 * i, 200 - 15 * i, 90)) for i in range(9)]
+    alone = [json.loads(client.post("classify", p)[2]) for p in photos[:2]]
+    with ThreadPoolExecutor(10) as pool:
+        junk = pool.submit(client.post, "classify", b"GIF89a not really", "name=junk.gif")
+        answers = list(pool.map(lambda p: client.post("classify", p), photos))
+    status, _, body = junk.result()
+    assert status == 400 and "junk.gif" in error_line(body)
+    assert [a[0] for a in answers] == [200] * 9
+    crowd = [json.loads(a[2]) for a in answers]
+    assert max(a["batch_size"] for a in crowd) > 1  # they were run together
+    for mine, together in zip(alone, crowd[:2]):
+        assert [r["index"] for r in together["top"]] == [r["index"] for r in mine["top"]]
+        assert [r["prob"] for r in together["top"]] == pytest.approx([r["prob"] for r in mine["top"]], abs=1e-4)
+
+
+def test_the_route_refuses_what_a_visitors_screen_never_sends(booth_url: str) -> None:
+    client = Client(booth_url)
+    photo_bytes = jpeg((200, 30, 30))
+    refused = {
+        "no XSRF header": client.post("classify", photo_bytes, xsrf=""),
+        "a forged XSRF header": client.post("classify", photo_bytes, xsrf="2|00000000|" + "0" * 64 + "|1"),
+        "a GET": client.post("classify", b"", method="GET"),
+        "an unknown route": client.post("files", photo_bytes),
+        "no photo": client.post("classify", b""),
+        "a heat map of no class": client.post("heatmap", photo_bytes, "index=abc"),
+        "a heat map of a class the model lacks": client.post("heatmap", photo_bytes, "index=5000"),
+        "a photo over the upload cap": client.post("classify", b"\xff" * (25 * 2**20 + 1)),
+        "a name that tries a path": client.post("classify", b"junk", "name=../../etc/passwd%0a"),
+    }
+    codes = {why: status for why, (status, _, _) in refused.items()}
+    assert codes == {"no XSRF header": 403, "a forged XSRF header": 403, "a GET": 405, "an unknown route": 404,
+                     "no photo": 400, "a heat map of no class": 400, "a heat map of a class the model lacks": 400,
+                     "a photo over the upload cap": 413, "a name that tries a path": 400}, codes
+    lines = {why: error_line(body) for why, (_, _, body) in refused.items()}
+    assert "too large" in lines["a photo over the upload cap"]
+    assert "/" not in lines["a name that tries a path"] and "\n" not in lines["a name that tries a path"]
+    # and the booth answers the next visitor as before
+    assert client.post("classify", photo_bytes)[0] == 200

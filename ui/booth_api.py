@@ -1,0 +1,186 @@
+"""The booth's photo answers over plain HTTP (issue 30): a visitor's photo goes from the browser to the model and back
+without a Streamlit script run.
+
+Under a crowd the server's CPU per classification was Streamlit's, not the model's: each photo cost the visitor's
+screen two script runs (the answer, then "Start over"), a new script thread each, and every element they drew was a
+message the server's Python built and sent (about 1 ms apiece under the GIL). Here a photo costs one HTTP request:
+its bytes in, decode and preprocess on the image threads, the forward in the booth's batching worker (with every
+other visitor's photo of the moment), top-5 out as JSON. The visitor's screen (ui/booth_screen.js) draws the answer,
+the photo and what the model saw itself, and keeps the attract view, "Start over" and the idle reset in the browser.
+
+    POST {base}/_booth/classify[?name=photo.jpg]        body: the photo's bytes
+        200 application/json  booth_photos.answer_json's keys (README, "Booth mode")
+    POST {base}/_booth/heatmap?index=N[&name=...]       body: the same photo's bytes
+        200 image/jpeg        the Grad-CAM of class N over what the model saw
+    anything else under {base}/_booth/                  404; a method other than POST: 405
+    every error                                         {"error": "one line"}: 400 a bad photo or request,
+                                                        403 no XSRF token, 413 too large, 503 the model could not answer
+
+The same XSRF double-submit check as Streamlit's own uploads (the `_streamlit_xsrf` cookie and an `X-Xsrftoken`
+header; on unless server.enableXsrfProtection is off), the same size cap (server.maxUploadSize, at most
+vision.images.MAX_FILE_BYTES), and at most INFLIGHT requests received and worked on at once (the others wait,
+their bodies unread). Nothing is kept after the answer: no photo, no file, no log line with a visitor's data.
+serve.py puts `BoothApi` in the middleware of a booth (DLGUIDE_KIOSK=1) only; the full app has no such route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
+
+if TYPE_CHECKING:
+    from dlguide_core.booth import Predictor
+    from dlguide_core.vision.models import LoadedModel
+
+INFLIGHT = 64  # requests received and answered at once (the rest wait unread): a crowd of 50 phones fits in one go
+NAME_CHARS = 80  # a photo's name is only ever quoted in an error line
+ROUTES = ("classify", "heatmap")
+LOG = logging.getLogger("dlguide.booth_api")
+
+Served = Callable[[], "tuple[LoadedModel, Predictor]"]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def served_booth() -> tuple[LoadedModel, Predictor]:
+    """The booth page's own model and predictor (ui.cache, warmed by serve.py): one worker batches every visitor."""
+    from dlguide_core import booth
+    from ui.cache import booth_runner, get_model
+
+    loaded = get_model(booth.booth_weights())
+    return loaded, booth_runner(loaded)
+
+
+def upload_cap() -> int:
+    """The most bytes one photo may have: Streamlit's server.maxUploadSize (MB), at most a photo file's limit."""
+    from streamlit import config
+
+    from dlguide_core.vision.images import MAX_FILE_BYTES
+
+    return min(int(config.get_option("server.maxUploadSize")) * 2**20, MAX_FILE_BYTES)
+
+
+class BoothApi:
+    """Pure ASGI middleware: the booth's routes under `{base_url}/_booth/`; every other request passes through."""
+
+    def __init__(self, app, base_url: str = "", served: Served = served_booth, inflight: int = INFLIGHT,
+                 max_bytes: int | None = None) -> None:
+        self.app, self.served = app, served
+        base = base_url.strip("/")
+        self.prefix = f"/{base}/_booth/" if base else "/_booth/"
+        self.inflight, self.turns = inflight, asyncio.Semaphore(inflight)
+        self.max_bytes = max_bytes
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        # ui.cache's functions log "no session" once per call when called outside a script run, as here
+        logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        try:
+            route = path[len(self.prefix):]
+            if route not in ROUTES:
+                raise ApiError(404, f"no such booth route: {route[:40]!r}")
+            if scope.get("method") != "POST":
+                raise ApiError(405, "the booth's routes take a photo by POST")
+            check_xsrf(scope)
+            query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+            async with self.turns:
+                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap())
+                body, content_type = await asyncio.get_running_loop().run_in_executor(
+                    self.pool(), self.answer, route, data, query)
+            await respond(send, 200, body, content_type)
+        except ApiError as exc:
+            await respond(send, exc.status, json.dumps({"error": str(exc)}).encode(), "application/json")
+
+    def pool(self) -> ThreadPoolExecutor:
+        """The threads that wait on a request's work (the image threads and the worker do it): one per request
+        answered at once, created on first use and kept."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.inflight, thread_name_prefix="booth-request")
+            return self._pool
+
+    def answer(self, route: str, data: bytes, query: dict[str, str]) -> tuple[bytes, str]:
+        from dlguide_core import booth_photos
+        from dlguide_core.errors import DlguideError, ImageError, error_summary
+
+        name = photo_name(query.get("name", ""))
+        try:
+            loaded, predictor = self.served()
+            if route == "classify":
+                result = booth_photos.answer_photo(loaded, predictor, data, name)
+                return json.dumps(booth_photos.answer_json(result)).encode(), "application/json"
+            index = query.get("index", "")
+            if not index.isdigit() or int(index) >= len(loaded.class_names):
+                raise ApiError(400, f"heatmap needs ?index=N, one of the model's {len(loaded.class_names)} classes")
+            return booth_photos.heatmap_jpeg(loaded, predictor, data, name, int(index)), "image/jpeg"
+        except ImageError as exc:
+            raise ApiError(400, str(exc)) from None
+        except DlguideError as exc:
+            raise ApiError(503, str(exc)) from None
+        except ApiError:
+            raise
+        except Exception as exc:  # a visitor sees one line; the server's log keeps the traceback (no photo in it)
+            LOG.exception("booth %s failed", route)
+            raise ApiError(503, f"the booth could not answer ({error_summary(exc)}); please try again") from None
+
+
+def photo_name(raw: str) -> str:
+    """The photo's name as the visitor's browser gave it, for its error line only: printable, short."""
+    name = re.sub(r"[^\w .,()+-]", "_", raw)[:NAME_CHARS].strip()
+    return name or "photo"
+
+
+def check_xsrf(scope) -> None:
+    """Streamlit's double-submit check, as its upload route does it: the X-Xsrftoken header matches the cookie."""
+    from starlette.requests import Request
+    from streamlit.web.server.server_util import is_xsrf_enabled
+    from streamlit.web.server.starlette.starlette_app_utils import validate_xsrf_token
+    from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
+
+    if not is_xsrf_enabled():
+        return
+    request = Request(scope)
+    if not validate_xsrf_token(request.headers.get("x-xsrftoken"), request.cookies.get(XSRF_COOKIE_NAME)):
+        raise ApiError(403, "XSRF token missing or invalid: reload the page")
+
+
+async def read_body(receive, max_bytes: int) -> bytes:
+    """The request's body, refused (413) as soon as it passes `max_bytes`: never held beyond the cap."""
+    chunks, total = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "the photo did not arrive whole")
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > max_bytes:
+            raise ApiError(413, f"the photo is too large (over {max_bytes // 2**20} MB)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    if not total:
+        raise ApiError(400, "no photo came with the request")
+    return b"".join(chunks)
+
+
+async def respond(send, status: int, body: bytes, content_type: str) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
+                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})
+    await send({"type": "http.response.body", "body": body})

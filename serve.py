@@ -94,7 +94,9 @@ def listen_address(options: list[str]) -> tuple[list[str], str]:
 def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> None:
     """Put Starlette's TrustedHostMiddleware in front of Streamlit's own middleware: a request whose Host is
     not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included. Behind it,
-    ui.static_gzip sends Streamlit's scripts and styles compressed (Streamlit 1.67 sends them raw).
+    ui.static_gzip sends Streamlit's scripts and styles compressed (Streamlit 1.67 sends them raw), and
+    ui.booth_api answers the booth page's photos over plain HTTP (POST …/_booth/classify and …/_booth/heatmap:
+    no script run per photo; behind the token gate in the full app, public with the booth).
 
     Streamlit 1.67 builds its ASGI app in starlette_app.create_starlette_app from the module-level
     create_streamlit_middleware(); that is replaced here, before the server starts. Once the middleware is

@@ -2,7 +2,7 @@
 chromium against a booth started as `make kiosk` starts it (serve.command, DLGUIDE_KIOSK=1):
 
 - N tabs on the attract view (a phone left open on the booth), for N = 0, 1, 5, 20;
-- one tab showing a visitor's answer (its idle check runs until the idle reset).
+- one tab showing a visitor's answer (until its idle reset, which the browser does alone).
 
 The server's CPU (every process of it) is measured over --idle seconds once every tab shows its screen.
 With --training, a real training job runs on the same host the whole time (cifar_net, DataLoader workers, started

@@ -201,8 +201,10 @@ def record_element(result: RunResult, element, fragment_id: str = "") -> None:
         result.errors.append(f"error: {element.alert.body}")
 
 
+@functools.cache
 def shot(seed: int, size: tuple[int, int] = (320, 240)) -> bytes:
-    """A distinct JPEG per round, so no result is reused from a previous photo."""
+    """A distinct JPEG per round, so no result is reused from a previous photo; made once (`photos_for` makes a
+    phase's before it starts: the visitors' phones bring their photos, the server's cores do not make them)."""
     pixels = np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="JPEG", quality=85)
@@ -234,8 +236,16 @@ def visitor(url: str, rounds: int, seed: int, latencies: list[float], errors: li
         errors.append(f"session {seed}: {exc!r}")
 
 
+def photos_for(sessions: int, rounds: int, seed: int) -> None:
+    """Make the photos `drive(url, sessions, rounds, seed)` will send, before it is timed."""
+    for s in range(sessions):
+        for i in range(rounds):
+            shot((seed + s) * 10_000 + i)
+
+
 def drive(url: str, sessions: int, rounds: int, seed: int = 0, timeout: float = 120.0,
           batches: list[int] | None = None, think_s: float = 0.0) -> tuple[list[float], list[str]]:
+    photos_for(sessions, rounds, seed)
     latencies: list[float] = []
     errors: list[str] = []
     threads = [threading.Thread(target=visitor, args=(url, rounds, seed + s, latencies, errors, timeout, batches,
@@ -266,6 +276,7 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     _, warm_errors = drive(url, sessions=sessions, rounds=1, seed=900, timeout=300.0)
     if probe:
         probes.append(probe())
+    photos_for(1, single_rounds, 1000)
     cpu_start = server_cpu_s(server)
     single, single_errors = drive(url, sessions=1, rounds=single_rounds, seed=1000)
     single_cpu = server_cpu_s(server) - cpu_start
@@ -280,6 +291,7 @@ def run_load(url: str, server_pid: int, *, sessions: int = 10, rounds: int = 50,
     gpu_sampler = threading.Thread(target=sample_gpu, args=(gpu, done), daemon=True)
     gpu_sampler.start()
     batches: list[int] = []
+    photos_for(sessions, rounds, 2000)
     load_before, cpu_start = os.getloadavg()[0], server_cpu_s(server)
     start = time.perf_counter()
     many, many_errors = drive(url, sessions=sessions, rounds=rounds, seed=2000, batches=batches, think_s=think_s)
@@ -392,8 +404,9 @@ def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8
                 prepared=None) -> dict:
     """The booth backend's own forward, in this process with the server stopped: CPU ms per image (process CPU,
     all threads) and images/s at batch 1 (`batch1_iters` forwards in three blocks, the median block; single blocks
-    of 8 read 90-165 ms for the same int8 forward here) and at each batch size the server ran, after WARMUP_RUNS at
-    each shape, plus the images/s it does alone at the batch sizes the server formed (its histogram weighted).
+    of 8 read 90-165 ms for the same int8 forward here) and at each batch size the server ran (three blocks of
+    `iters`, the median block), after WARMUP_RUNS at each shape, plus the images/s it does alone at the batch sizes
+    the server formed (its histogram weighted).
     `prepared`: booth_backend's answer, when this process has it already."""
     label, backend, loaded = prepared or booth_backend(booth_line)
     if backend is None:
@@ -403,7 +416,7 @@ def forward_cpu(booth_line: str, batch_histogram: dict[str, int], iters: int = 8
     for size in sizes:
         time_forward(backend, loaded, size, 0, warmup=WARMUP_RUNS)  # at this shape: the first runs allocate
         blocks = sorted((time_forward(backend, loaded, size, batch1_iters // 3 if size == 1 else iters)
-                         for _ in range(3 if size == 1 else 1)), key=lambda block: block["cpu_ms_per_image"])
+                         for _ in range(3)), key=lambda block: block["cpu_ms_per_image"])
         rows[str(size)] = {**blocks[len(blocks) // 2],
                            "cpu_ms_per_image_blocks": [round(b["cpu_ms_per_image"], 1) for b in blocks]}
     counts = {b: n / int(b) for b, n in batch_histogram.items()}  # batches run, from answers per batch size

@@ -50,10 +50,12 @@ class Predictor:
     device: str
     logits: Logits = field(repr=False, compare=False)
     why: str = ""  # how the backend was chosen (the measured ranking, when there was one)
+    on_gpu: bool = False  # where the forward runs (its largest batch depends on it: settings.max_batch)
     worker: InferenceWorker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        worker = InferenceWorker(self.logits, BatchLimits.from_env(), name="booth", gate=forward_slot)
+        worker = InferenceWorker(self.logits, BatchLimits.from_env(on_gpu=self.on_gpu), name="booth",
+                                 gate=forward_slot)
         object.__setattr__(self, "worker", worker)  # frozen: set once, here
 
 
@@ -140,7 +142,7 @@ def fastest_predictor(loaded: LoadedModel) -> Predictor:
         raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(names.NAMES)}, "
                            f"not {choice!r}")
     return Predictor(f"{variant_label(backend)} · {backend.provider}", backend_device(backend, loaded),
-                  backend.run, why=why)
+                     backend.run, why=why, on_gpu=runs_on_gpu(backend))
 
 
 RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per contender, once per process
@@ -223,9 +225,14 @@ def measure_p50_ms(backend: Backend, batch: torch.Tensor) -> float:
     return latency_stats(times, len(batch))["p50_ms"]
 
 
+def runs_on_gpu(backend: Backend) -> bool:
+    """Whether a prepared backend's forward runs on a GPU here."""
+    return backend.on_gpu and torch.cuda.is_available()
+
+
 def backend_device(backend: Backend, loaded: LoadedModel) -> str:
     """Where a prepared backend runs, in words: "CPU · 2 cores" or "GPU · <name>"."""
-    return device_label(loaded.device if backend.on_gpu and torch.cuda.is_available() else torch.device("cpu"))
+    return device_label(loaded.device if runs_on_gpu(backend) else torch.device("cpu"))
 
 
 def predict_timed(loaded: LoadedModel, predictor: Predictor, image: Image.Image, k: int = 5) -> TimedPrediction:

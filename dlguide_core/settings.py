@@ -53,15 +53,21 @@ def booth_mode() -> bool:
 
 # Cross-visitor batching (dlguide_core.inference.batching): the defaults are measured with bench/bench_kiosk_load.py
 # (docs/BENCHMARKS.md, the booth under a crowd).
-DEFAULT_MAX_BATCH = 16
+# An inference worker's largest batch: on a GPU a batch of 16 costs little more than one photo (the H200's booth ran
+# 50 visitors in batches of 16); on a CPU a photo costs the same alone or in a batch, and ONNX Runtime int8's batch
+# of 16 took 400-600 MB more of the booth's memory than one of 8 for the same throughput (bench/bench_kiosk_load.py,
+# 50 visitors: 19.8/s and 1520 MB at 16, 20.8/s and 1096 MB at 8, 19.0/s and 1014 MB at 4; issue 30).
+DEFAULT_MAX_BATCH, DEFAULT_MAX_BATCH_CPU = 16, 8
 DEFAULT_BATCH_WAIT_MS = 0.0
 
 
-def max_batch() -> int:
-    """DLGUIDE_MAX_BATCH: the most rows one inference worker runs in one forward (default 16; a value that is not
-    a positive whole number means the default)."""
+def max_batch(*, on_gpu: bool) -> int:
+    """DLGUIDE_MAX_BATCH: the most rows one inference worker runs in one forward (default 16 for a model on a GPU, 8
+    on a CPU; a value that is not a positive whole number means the default)."""
     raw = os.environ.get("DLGUIDE_MAX_BATCH", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_BATCH
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_BATCH if on_gpu else DEFAULT_MAX_BATCH_CPU
 
 
 def batch_wait_ms() -> float:

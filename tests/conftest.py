@@ -202,6 +202,19 @@ def browser():
 
 
 @pytest.fixture
+def camera_page(browser):
+    """A page of a second chromium that has a camera: Chromium's fake capture device (a moving test pattern), its
+    permission granted. A browser of its own: the suite's other pages keep no camera (a live stream costs CPU)."""
+    instance = browser.browser_type.launch(executable_path=CHROMIUM, args=[
+        *CHROMIUM_FLAGS, "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"])
+    context = instance.new_context(viewport={"width": 1400, "height": 1000}, permissions=["camera"])
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    instance.close()
+
+
+@pytest.fixture
 def browser_page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()

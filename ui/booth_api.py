@@ -18,9 +18,10 @@ the photo and what the model saw itself, and keeps the attract view, "Start over
 
 The same XSRF double-submit check as Streamlit's own uploads (the `_streamlit_xsrf` cookie and an `X-Xsrftoken`
 header; on unless server.enableXsrfProtection is off), the same size cap (server.maxUploadSize, at most
-vision.images.MAX_FILE_BYTES), and at most INFLIGHT requests received and worked on at once (the others wait,
-their bodies unread). Nothing is kept after the answer: no photo, no file, no log line with a visitor's data.
-serve.py puts `BoothApi` in the middleware of a booth (DLGUIDE_KIOSK=1) only; the full app has no such route.
+vision.images.MAX_FILE_BYTES), and at most INFLIGHT_BATCHES batches' worth of requests received and worked on at
+once (the others wait, their bodies unread). Nothing is kept after the answer: no photo, no file, no log line with
+a visitor's data. serve.py puts `BoothApi` in every server's middleware (the full app has a Booth page too), behind
+the host check and, in the full app, the token gate.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
     from dlguide_core.booth import Predictor
     from dlguide_core.vision.models import LoadedModel
 
-INFLIGHT = 64  # requests received and answered at once (the rest wait unread): a crowd of 50 phones fits in one go
+# Requests received and worked on at once, in batches' worth (DLGUIDE_MAX_BATCH): the batch running and the next one
+# forming; the rest wait unread, holding nothing (a request in the work holds its photo's bytes, image and row).
+INFLIGHT_BATCHES = 2
 NAME_CHARS = 80  # a photo's name is only ever quoted in an error line
 ROUTES = ("classify", "heatmap")
 LOG = logging.getLogger("dlguide.booth_api")
@@ -74,8 +77,11 @@ def upload_cap() -> int:
 class BoothApi:
     """Pure ASGI middleware: the booth's routes under `{base_url}/_booth/`; every other request passes through."""
 
-    def __init__(self, app, base_url: str = "", served: Served = served_booth, inflight: int = INFLIGHT,
+    def __init__(self, app, base_url: str = "", served: Served = served_booth, inflight: int | None = None,
                  max_bytes: int | None = None) -> None:
+        from dlguide_core import settings
+
+        inflight = inflight or INFLIGHT_BATCHES * settings.max_batch(on_gpu=True)  # the larger default
         self.app, self.served = app, served
         base = base_url.strip("/")
         self.prefix = f"/{base}/_booth/" if base else "/_booth/"

@@ -332,14 +332,18 @@ export default function (component) {
       panels[tab].hidden = tab !== name;
     }
     if (name === "camera") startCamera();
-    else stopCamera();
+    else {
+      stopCamera();
+      asUploader();
+    }
   }
 
   tabs.camera.addEventListener("click", () => show("camera"));
   tabs.upload.addEventListener("click", () => show("upload"));
   shoot.addEventListener("click", () => {
-    if (!stream || !video.videoWidth) { // no live camera: the device's own (a phone), or a file
+    if (!stream || !video.videoWidth) { // no live camera: the device's own camera app (a phone), or a file
       file.setAttribute("capture", "environment");
+      file.accept = "image/*"; // what phones open their camera for
       file.click();
       return;
     }
@@ -349,8 +353,13 @@ export default function (component) {
     canvas.getContext("2d").drawImage(video, 0, 0);
     canvas.toBlob((blob) => blob && classify(blob, "camera.jpg"), "image/jpeg", 0.92);
   });
-  file.addEventListener("change", () => {
+  const asUploader = () => { // the input back to choosing a file (after the camera app was asked for)
     file.removeAttribute("capture");
+    file.accept = d.accept;
+  };
+  file.addEventListener("cancel", asUploader);
+  file.addEventListener("change", () => {
+    asUploader();
     const chosen = file.files && file.files[0];
     if (chosen) classify(chosen, chosen.name);
   });

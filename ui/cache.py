@@ -121,8 +121,9 @@ def _cached_worker(fingerprint: str, backend: str, precision: str, _run_with: Lo
     from dlguide_core.inference.batching import BatchLimits, InferenceWorker
     from dlguide_core.vision.classify import forward_slot, predict_logits
 
-    return InferenceWorker(functools.partial(predict_logits, _run_with), BatchLimits.from_env(),
-                           name="classify", gate=forward_slot)
+    return InferenceWorker(functools.partial(predict_logits, _run_with),
+                           BatchLimits.from_env(on_gpu=_run_with.device.type != "cpu"), name="classify",
+                           gate=forward_slot)
 
 
 def classify_logits(run_with: LoadedModel, backend: str, precision: str):

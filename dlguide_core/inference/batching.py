@@ -51,9 +51,10 @@ class BatchLimits:
     max_wait_ms: float = settings.DEFAULT_BATCH_WAIT_MS  # how long the oldest request waits for others
 
     @classmethod
-    def from_env(cls) -> BatchLimits:
-        """DLGUIDE_MAX_BATCH and DLGUIDE_BATCH_WAIT_MS (dlguide_core.settings)."""
-        return cls(settings.max_batch(), settings.batch_wait_ms())
+    def from_env(cls, *, on_gpu: bool) -> BatchLimits:
+        """DLGUIDE_MAX_BATCH (its default depends on where the model runs) and DLGUIDE_BATCH_WAIT_MS
+        (dlguide_core.settings)."""
+        return cls(settings.max_batch(on_gpu=on_gpu), settings.batch_wait_ms())
 
 
 @dataclass(frozen=True)

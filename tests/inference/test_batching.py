@@ -151,3 +151,22 @@ def test_tasks_run_between_batches_and_raise_in_the_caller(net: nn.Module) -> No
         worker.call(lambda: (_ for _ in ()).throw(ValueError("no Grad-CAM layer")))
     with pytest.raises(WorkerError, match="expected a"):
         worker.infer(torch.zeros(3, 32, 32))
+
+
+@pytest.mark.parametrize(("raw", "gpu", "cpu"), [(None, 16, 8), ("4", 4, 4), ("32", 32, 32), ("0", 16, 8),
+                                                 ("-2", 16, 8), ("lots", 16, 8)])
+def test_the_largest_batch_defaults_by_where_the_model_runs(monkeypatch: pytest.MonkeyPatch, raw: str | None,
+                                                            gpu: int, cpu: int) -> None:
+    """DLGUIDE_MAX_BATCH when it is a positive whole number; else 16 on a GPU, 8 on a CPU (issue 30: on the CPU a
+    batch of 16 cost the booth 400-600 MB more than one of 8, for no more throughput)."""
+    from dlguide_core.booth import Predictor
+
+    if raw is None:
+        monkeypatch.delenv("DLGUIDE_MAX_BATCH", raising=False)
+    else:
+        monkeypatch.setenv("DLGUIDE_MAX_BATCH", raw)
+    assert BatchLimits.from_env(on_gpu=True).max_batch == gpu
+    assert BatchLimits.from_env(on_gpu=False).max_batch == cpu
+    forward = lambda batch: batch.mean(dim=(2, 3))  # noqa: E731
+    assert Predictor("p", "CPU", forward).worker.limits.max_batch == cpu
+    assert Predictor("p", "GPU", forward, on_gpu=True).worker.limits.max_batch == gpu

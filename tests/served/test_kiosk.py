@@ -219,6 +219,23 @@ def test_start_over_before_the_answer_and_visit_after_visit(booth_url: str, brow
     expect(page.get_by_text(TITLE)).to_be_visible()
 
 
+def test_a_camera_shot_is_answered_and_the_camera_stops_on_the_upload_tab(booth_url: str, camera_page) -> None:
+    """The booth's own camera (a screen at a stand: a live preview and "Take a picture"), here Chromium's fake
+    capture device: the shot is answered like an upload; the Upload tab stops the camera, the Camera tab starts it."""
+    page = camera_page
+    page.goto(booth_url)
+    page.get_by_text(ATTRACT).wait_for(timeout=120_000)
+    live = "() => { const v = document.querySelector('.booth-video'); return !!(v && v.srcObject && v.videoWidth); }"
+    page.wait_for_function(live)
+    page.get_by_role("button", name="Take a picture").click()
+    page.get_by_text("I think it's a").wait_for()
+    page.locator(".booth-how img[alt='Your photo']").wait_for()
+    upload_tab(page).click()
+    page.wait_for_function("() => !document.querySelector('.booth-video').srcObject")
+    page.get_by_role("tab", name="Camera").click()
+    page.wait_for_function(live)
+
+
 def test_a_file_that_is_no_image_is_one_line_and_the_next_photo_is_answered(booth_url: str, browser_page,
                                                                            tmp_path: Path) -> None:
     page = browser_page

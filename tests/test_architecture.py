@@ -61,9 +61,10 @@ def test_pages_import_only_core_and_ui_libraries():
         assert not extra, f"ui/{path.name} imports {extra}: put that logic in dlguide_core"
 
 
-# serve.py's own plumbing: middleware and hooks that run in the server's event loop and its timers, never in a
-# script run. They may use the web server's types and a timer thread; no page imports them.
-SERVING_MODULES = {"static_gzip", "token_gate", "control_messages", "upload_caps", "sign_in_return"}
+# serve.py's own plumbing: middleware and hooks that run in the server's event loop and its timers (and the booth's
+# HTTP route, in its request threads), never in a script run. They may use the web server's types and threads; no
+# page imports them.
+SERVING_MODULES = {"static_gzip", "token_gate", "control_messages", "upload_caps", "sign_in_return", "booth_api"}
 SERVING_EXTRAS = {"starlette", "threading"}
 
 

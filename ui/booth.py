@@ -71,7 +71,6 @@ def screen_data(loaded: LoadedModel, runner: Predictor) -> dict[str, object]:
     from dlguide_core import booth
     from dlguide_core.vision.images import UPLOAD_TYPES
     from dlguide_core.vision.samples import sample_title
-    from ui.booth_api import upload_cap
     from ui.cache import attract_items
 
     preset = loaded.preset
@@ -92,6 +91,15 @@ def screen_data(loaded: LoadedModel, runner: Predictor) -> dict[str, object]:
                      f"{preset.crop}×{preset.crop}, colours normalised"),
         },
     }
+
+
+def upload_cap() -> int:
+    """The most bytes one photo may have: Streamlit's server.maxUploadSize (MB), at most a photo file's limit."""
+    from streamlit import config
+
+    from dlguide_core.vision.images import MAX_FILE_BYTES
+
+    return min(int(config.get_option("server.maxUploadSize")) * 2**20, MAX_FILE_BYTES)
 
 
 def data_uri(jpeg: bytes) -> str:

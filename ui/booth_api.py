@@ -65,15 +65,6 @@ def served_booth() -> tuple[LoadedModel, Predictor]:
     return loaded, booth_runner(loaded)
 
 
-def upload_cap() -> int:
-    """The most bytes one photo may have: Streamlit's server.maxUploadSize (MB), at most a photo file's limit."""
-    from streamlit import config
-
-    from dlguide_core.vision.images import MAX_FILE_BYTES
-
-    return min(int(config.get_option("server.maxUploadSize")) * 2**20, MAX_FILE_BYTES)
-
-
 class BoothApi:
     """Pure ASGI middleware: the booth's routes under `{base_url}/_booth/`; every other request passes through."""
 
@@ -106,7 +97,7 @@ class BoothApi:
             check_xsrf(scope)
             query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
             async with self.turns:
-                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap())
+                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else booth_upload_cap())
                 body, content_type = await asyncio.get_running_loop().run_in_executor(
                     self.pool(), self.answer, route, data, query)
             await respond(send, 200, body, content_type)
@@ -164,6 +155,12 @@ def check_xsrf(scope) -> None:
     request = Request(scope)
     if not validate_xsrf_token(request.headers.get("x-xsrftoken"), request.cookies.get(XSRF_COOKIE_NAME)):
         raise ApiError(403, "XSRF token missing or invalid: reload the page")
+
+
+def booth_upload_cap() -> int:
+    from ui.booth import upload_cap
+
+    return upload_cap()
 
 
 async def read_body(receive, max_bytes: int) -> bytes:

@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
+from ui.booth import upload_cap
+
 if TYPE_CHECKING:
     from dlguide_core.booth import Predictor
     from dlguide_core.vision.models import LoadedModel
@@ -97,7 +99,7 @@ class BoothApi:
             check_xsrf(scope)
             query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
             async with self.turns:
-                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else booth_upload_cap())
+                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap())
                 body, content_type = await asyncio.get_running_loop().run_in_executor(
                     self.pool(), self.answer, route, data, query)
             await respond(send, 200, body, content_type)
@@ -155,12 +157,6 @@ def check_xsrf(scope) -> None:
     request = Request(scope)
     if not validate_xsrf_token(request.headers.get("x-xsrftoken"), request.cookies.get(XSRF_COOKIE_NAME)):
         raise ApiError(403, "XSRF token missing or invalid: reload the page")
-
-
-def booth_upload_cap() -> int:
-    from ui.booth import upload_cap
-
-    return upload_cap()
 
 
 async def read_body(receive, max_bytes: int) -> bytes:

@@ -56,13 +56,10 @@ BATCH_NOTE = re.compile(r"batch of (\d+)")  # the answer's "in a batch of N phot
 
 @dataclass
 class RunResult:
-    """What one script run sent back: widget ids by key suffix, markdown bodies, errors."""
+    """What one script run sent back: markdown and HTML bodies, the pictures shown, errors."""
 
-    widgets: dict[str, str] = field(default_factory=dict)  # element kind + label -> widget id
-    fragments: dict[str, str] = field(default_factory=dict)  # widget id -> the fragment it is drawn in ("" none)
     images: list[str] = field(default_factory=list)  # the URLs of the pictures shown (the browser GETs each)
     markdown: list[str] = field(default_factory=list)  # markdown and HTML bodies
-    captions: list[str] = field(default_factory=list)  # of st.image elements
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     elements: int = 0  # elements and blocks the run drew: each is a message the server's Python handles
@@ -83,7 +80,6 @@ class BoothSession:
         self.session_id = ""
         self.page_hash = ""  # the page's script hash, as the browser sends it back with each rerun
         self.last = RunResult()
-        self.answered: Answered | None = None  # the last photo's answer
 
     def __enter__(self) -> BoothSession:
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -125,7 +121,7 @@ class BoothSession:
             elif kind == "delta":
                 result.elements += msg.delta.WhichOneof("type") in ("new_element", "add_block")
                 if msg.delta.WhichOneof("type") == "new_element":
-                    record_element(result, msg.delta.new_element, msg.delta.fragment_id)
+                    record_element(result, msg.delta.new_element)
             elif kind == "script_finished" and msg.script_finished in FINISHED:
                 result.seconds, result.status = time.perf_counter() - start, msg.script_finished
                 self.last = result
@@ -147,7 +143,7 @@ class BoothSession:
         visitor's wait for it in seconds. An HTTP error's one line is the answer's error."""
         start = time.perf_counter()
         try:
-            answered = self.answered = Answered(json.loads(self.post("classify", {"name": "camera.jpg"}, data)))
+            answered = Answered(json.loads(self.post("classify", {"name": "camera.jpg"}, data)))
         except urllib.error.HTTPError as exc:
             return Answered({}, error=f"HTTP {exc.code}: {json.loads(exc.read() or b'{}').get('error')}"), 0.0
         waited = time.perf_counter() - start
@@ -181,19 +177,13 @@ class Answered:
         return ""
 
 
-def record_element(result: RunResult, element, fragment_id: str = "") -> None:
+def record_element(result: RunResult, element) -> None:
     kind = element.WhichOneof("type")
-    widget = {"camera_input": "camera_input", "button": f"button:{element.button.label}",
-              "checkbox": f"checkbox:{element.checkbox.label}"}.get(kind or "")  # st.toggle is a checkbox
-    if widget is not None:
-        result.widgets[widget] = getattr(element, kind or "").id
-        result.fragments[result.widgets[widget]] = fragment_id
-    elif kind == "markdown":
+    if kind == "markdown":
         result.markdown.append(element.markdown.body)
-    elif kind == "html":  # the booth's answer, attract view and "how it works" are HTML blocks
+    elif kind == "html":
         result.markdown.append(element.html.body)
     elif kind == "imgs":
-        result.captions.extend(image.caption for image in element.imgs.imgs)
         result.images.extend(image.url for image in element.imgs.imgs if image.url)
     elif kind == "exception":
         result.errors.append(f"exception: {element.exception.message}")

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from dlguide_core.booth import Predictor, TimedPrediction, jpeg_bytes
-from dlguide_core.errors import DlguideError
+from dlguide_core.errors import UsageError
 from dlguide_core.vision.classify import top_k
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
@@ -43,12 +43,12 @@ def answer_photo(loaded: LoadedModel, predictor: Predictor, data: bytes, name: s
 def heatmap_jpeg(loaded: LoadedModel, predictor: Predictor, data: bytes, name: str, class_index: int) -> bytes:
     """The Grad-CAM of `class_index` for a visitor's photo, over what the model saw, as JPEG bytes. The backward pass
     runs in the booth's worker between two batches, so it holds up the other visitors' answers by one Grad-CAM at
-    most. ImageError for a bad photo, DlguideError for a class the model does not have."""
+    most. ImageError for a bad photo, UsageError for a class the model does not have."""
     from dlguide_core.vision import image_threads
     from dlguide_core.vision.gradcam import grad_cam
 
     if not 0 <= class_index < len(loaded.class_names):
-        raise DlguideError(f"class {class_index} is not one of the model's {len(loaded.class_names)} classes")
+        raise UsageError(f"class {class_index} is not one of the model's {len(loaded.class_names)} classes")
     image = image_threads.run(lambda: load_image(data, name=name, min_side=loaded.preset.resize))
     cam = predictor.worker.call(lambda: grad_cam(loaded, image, class_index=class_index))
     return image_threads.run(jpeg_bytes, cam.overlay, HEATMAP_QUALITY)

@@ -171,7 +171,3 @@ def readable_backend(backend: str) -> str:
     """"ONNX Runtime · CPU" for "ONNX Runtime · CPUExecutionProvider": a word a visitor's screen can wrap."""
     return backend.replace("ExecutionProvider", "")
 
-
-def batch_note(batch_size: int, queued_ms: float) -> str:
-    """Whose photos shared the model's run with a visitor's (the screen fills in the same words: BATCH_*)."""
-    return BATCH_ALONE if batch_size <= 1 else BATCH_SHARED.format(n=batch_size, queued=f"{queued_ms:.0f}")

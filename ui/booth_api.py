@@ -30,7 +30,6 @@ import asyncio
 import json
 import logging
 import re
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -78,10 +77,11 @@ class BoothApi:
         self.app, self.served = app, served
         base = base_url.strip("/")
         self.prefix = f"/{base}/_booth/" if base else "/_booth/"
-        self.inflight, self.turns = inflight, asyncio.Semaphore(inflight)
+        self.turns = asyncio.Semaphore(inflight)
+        # The threads that wait on a request's work (the image threads and the worker do it), one per request in the
+        # work: the executor starts them as they are first needed and keeps them.
+        self.pool = ThreadPoolExecutor(max_workers=inflight, thread_name_prefix="booth-request")
         self.max_bytes = max_bytes
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
         # ui.cache's functions log "no session" once per call when called outside a script run, as here
         logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
 
@@ -101,22 +101,14 @@ class BoothApi:
             async with self.turns:
                 data = await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap())
                 body, content_type = await asyncio.get_running_loop().run_in_executor(
-                    self.pool(), self.answer, route, data, query)
+                    self.pool, self.answer, route, data, query)
             await respond(send, 200, body, content_type)
         except ApiError as exc:
             await respond(send, exc.status, json.dumps({"error": str(exc)}).encode(), "application/json")
 
-    def pool(self) -> ThreadPoolExecutor:
-        """The threads that wait on a request's work (the image threads and the worker do it): one per request
-        answered at once, created on first use and kept."""
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.inflight, thread_name_prefix="booth-request")
-            return self._pool
-
     def answer(self, route: str, data: bytes, query: dict[str, str]) -> tuple[bytes, str]:
         from dlguide_core import booth_photos
-        from dlguide_core.errors import DlguideError, ImageError, error_summary
+        from dlguide_core.errors import DlguideError, ImageError, UsageError, error_summary
 
         name = photo_name(query.get("name", ""))
         try:
@@ -125,10 +117,10 @@ class BoothApi:
                 result = booth_photos.answer_photo(loaded, predictor, data, name)
                 return json.dumps(booth_photos.answer_json(result)).encode(), "application/json"
             index = query.get("index", "")
-            if not index.isdigit() or int(index) >= len(loaded.class_names):
-                raise ApiError(400, f"heatmap needs ?index=N, one of the model's {len(loaded.class_names)} classes")
+            if not index.isdigit():
+                raise ApiError(400, "heatmap needs ?index=N, the class to explain")
             return booth_photos.heatmap_jpeg(loaded, predictor, data, name, int(index)), "image/jpeg"
-        except ImageError as exc:
+        except (ImageError, UsageError) as exc:
             raise ApiError(400, str(exc)) from None
         except DlguideError as exc:
             raise ApiError(503, str(exc)) from None

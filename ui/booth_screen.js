@@ -16,7 +16,6 @@ function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (name === "class") node.className = value;
-    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value);
   }
   node.append(...children.filter((c) => c !== null && c !== undefined));

@@ -252,6 +252,14 @@ def test_a_file_that_is_no_image_is_one_line_and_the_next_photo_is_answered(boot
     page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
     page.get_by_text("I think it's a").wait_for()
     expect(alert).to_be_hidden()
+    # The server stops answering (the connection drops): one line, the screen goes on, the next photo is answered
+    page.route("**/_booth/classify*", lambda route: route.abort("connectionreset"))
+    page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "again.jpg")))
+    expect(alert).to_have_text("The booth could not be reached; please try again.")
+    expect(page.get_by_text(ATTRACT)).to_be_visible()
+    page.unroute("**/_booth/classify*")
+    page.locator("input[type=file]").set_input_files(str(photo(tmp_path / "visitor.jpg")))
+    page.get_by_text("I think it's a").wait_for()
 
 
 def test_the_booths_own_address_shows_the_booth_to_anyone(booth_url: str, browser_page) -> None:

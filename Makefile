@@ -87,7 +87,7 @@ TEST_ENV ?= OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 # imports again (a second for all of them).
 test: install browser-deps postgres-deps slurm-deps
 	$(PY) -m ruff check .
-	$(PY) -m compileall -qq -j 0 dlguide_core ui pages tests app.py serve.py
+	$(PY) -m compileall -qq -j 0 dlguide_core ui web pages tests app.py serve.py
 	@{ $(PY) -m mypy > $(VENV)/mypy.out 2>&1; echo $$? > $(VENV)/mypy.rc; } & \
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS); status=$$?; wait; \
 	echo "$(PY) -m mypy"; cat $(VENV)/mypy.out; \

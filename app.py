@@ -40,7 +40,7 @@ if settings.booth_mode():
 elif auth.sign_in_configured() and not auth.signed_in():
     # Anonymous: the sign-in page, and the booth (public, read-only) for whoever knows its address.
     # Each page's own address shows the sign-in page too, not "Page not found" over it (issue 31, item 8); after
-    # signing in, the visitor lands on that page (serve.py's ui.sign_in_return).
+    # signing in, the visitor lands on that page (serve.py's web.sign_in_return).
     sign_in = st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path="signin", default=True)
     asked = [st.Page(auth.sign_in_page, title="Sign in", icon=":material/login:", url_path=page.url_path,
                      visibility="hidden") for page in PAGES if page.url_path and page is not BOOTH]

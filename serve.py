@@ -20,7 +20,7 @@ It runs `streamlit run app.py` in this process, after four things `streamlit run
    localhost,127.0.0.1,[::1]) gets HTTP 400 before Streamlit sees it, the websocket upgrade included.
    Serving to a network without DLGUIDE_ALLOWED_HOSTS refuses to start; without sign-in it warns.
 4. A token (issue 33): loopback is shared by every user of the machine. Unless sign-in ([auth]) is configured,
-   the full app answers only visitors with its token (ui/token_gate.py: DLGUIDE_TOKEN, else
+   the full app answers only visitors with its token (web/token_gate.py: DLGUIDE_TOKEN, else
    $DLGUIDE_HOME/server-token), and prints `http://127.0.0.1:PORT/?token=…`. The booth is public and read-only.
 
 The served configuration is .streamlit/config.toml (file watcher off); `make dev` adds live reload.
@@ -34,6 +34,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from web.stack import say
 
 ROOT = Path(__file__).resolve().parent
 APP = ROOT / "app.py"
@@ -89,104 +91,6 @@ def listen_address(options: list[str]) -> tuple[list[str], str]:
 
     address = configured_address()
     return [*options, "--server.address", address], address
-
-
-def guard_hosts(hosts: list[str], address: str, token: str | None = None) -> None:
-    """Put Starlette's TrustedHostMiddleware in front of Streamlit's own middleware: a request whose Host is
-    not in `hosts` gets 400 on every route, /_stcore/stream's websocket upgrade included. Behind it,
-    ui.static_gzip sends Streamlit's scripts and styles compressed (Streamlit 1.67 sends them raw), and
-    ui.booth_api answers the booth page's photos over plain HTTP (POST …/_booth/classify and …/_booth/heatmap:
-    no script run per photo; behind the token gate in the full app, public with the booth).
-
-    Streamlit 1.67 builds its ASGI app in starlette_app.create_starlette_app from the module-level
-    create_streamlit_middleware(); that is replaced here, before the server starts. Once the middleware is
-    built (the config and secrets loaded), a network address without sign-in is warned about on stderr.
-
-    With `token` (the full app; not the booth), ui.token_gate stands right behind the host check unless sign-in
-    ([auth]) is configured: no page, upload or websocket without the token (issue 33, N1)."""
-    from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
-    from streamlit import config, file_util
-    from streamlit.web.server.starlette import starlette_app, starlette_server
-
-    from dlguide_core.network import is_loopback
-    from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
-    from ui.booth_api import BoothApi
-    from ui.sign_in_return import ReturnAfterSignIn
-    from ui.static_gzip import GzipStatic
-    from ui.upload_caps import UploadGate
-
-    build = getattr(starlette_app, "create_streamlit_middleware", None)
-    factory = getattr(starlette_app, "create_starlette_app", None)
-    served_by = getattr(getattr(starlette_server, "UvicornServer", None), "start", None)
-    if (build is None or factory is None or served_by is None  # checked with 1.67; fail loudly if it moves
-            or "create_streamlit_middleware" not in factory.__code__.co_names
-            or "create_starlette_app" not in served_by.__code__.co_names):
-        raise RuntimeError("streamlit's starlette app factory moved: check serve.py's host allow-list")
-
-    def guarded_middleware() -> list:
-        if not is_loopback(address) and not sign_in_configured():
-            say(f"WARNING: serving to a network ({address or 'every interface'}) with no sign-in: anyone who "
-                f"reaches it can use every page. Add an [auth] section to .streamlit/secrets.toml (README: "
-                f"Serving to a team).")
-        base_url = config.get_option("server.baseUrlPath") or ""
-        signed = sign_in_configured()
-        gate = ([Middleware(ReturnAfterSignIn, base_url=base_url)] if signed else  # issue 31, item 8
-                [] if token is None else [token_gate(token, address, hosts)])
-        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *gate,
-                Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
-                Middleware(BoothApi, base_url=base_url),  # the booth's photos, answered without a script run (issue 30)
-                Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)
-                           base_url=config.get_option("server.baseUrlPath") or ""),
-                *build()]
-
-    starlette_app.create_streamlit_middleware = guarded_middleware
-
-
-def token_gate(token: str, address: str, hosts: list[str]):
-    """ui.token_gate's middleware for this server, and Streamlit's welcome line replaced by the address that lets
-    a browser in (printed once the port is open, as Jupyter prints its token URL)."""
-    from starlette.middleware import Middleware
-    from streamlit import config
-    from streamlit.web import bootstrap
-
-    from dlguide_core.network import is_loopback
-    from ui.token_gate import TokenGate, entry_url
-
-    port = int(config.get_option("server.port"))
-    base_path = (config.get_option("server.baseUrlPath") or "").strip("/")
-    named = next((h for h in hosts if "*" not in h), "127.0.0.1")
-    host = ("127.0.0.1" if address.strip() in ("", "0.0.0.0", "::") or is_loopback(address) else named)
-    base = f"http://{host}:{port}" + (f"/{base_path}" if base_path else "")
-    if not hasattr(bootstrap, "_print_url"):  # checked with 1.67; fail loudly if it moves
-        raise RuntimeError("streamlit's bootstrap._print_url moved: check serve.py's token address")
-
-    def print_entry(is_running_hello: bool) -> None:
-        say(f"open {entry_url(base, token)} (the token keeps other users of this machine out; README: "
-            f"Serving to a team)")
-
-    bootstrap._print_url = print_entry
-    return Middleware(TokenGate, token=token, port=port, base_url=base_path)
-
-
-def bound_sessions() -> None:
-    """What one browser session may cost the server (issue 33, N2-N4): its control messages pass
-    ui.control_messages (no cache clearing, reruns on a budget), and its uploads are kept by ui.upload_caps'
-    store (caps per session and server, unclaimed files dropped) instead of Streamlit's plain one."""
-    from streamlit.runtime import Runtime
-    from streamlit.web.server import server
-
-    from ui import control_messages
-    from ui.upload_caps import CappedUploads
-
-    if not hasattr(server, "MemoryUploadedFileManager"):  # checked with 1.67; fail loudly if it moves
-        raise RuntimeError("streamlit's server no longer makes MemoryUploadedFileManager: check serve.py")
-    server.MemoryUploadedFileManager = CappedUploads  # type: ignore[misc]
-    control_messages.install(Runtime)
-
-
-def say(message: str) -> None:
-    print(f"dlguide: {message}", file=sys.stderr, flush=True)
 
 
 def warm_booth() -> None:
@@ -284,15 +188,16 @@ def main(argv: list[str] | None = None) -> None:
         say(f"not starting: {exc}")
         raise SystemExit(2) from None
     close_pages_directory_routing()
+    from web.stack import bound_sessions, install_middleware
     from dlguide_core import settings
-    from ui.token_gate import TokenRefused, load_token
+    from web.token_gate import TokenRefused, load_token
 
     try:  # the booth is public and read-only: no token
         token = None if settings.booth_mode() else load_token(settings.home()).value
     except TokenRefused as exc:
         say(f"not starting: {exc}")
         raise SystemExit(2) from None
-    guard_hosts(hosts, address, token)
+    install_middleware(hosts, address, token)
     bound_sessions()
 
     if not ours.no_warm:

@@ -177,7 +177,7 @@ def main() -> None:
     port = free_port()
     sys.path.insert(0, str(ROOT))
     import serve  # the launcher: `make run`'s command line, only the port differs
-    from ui.token_gate import TOKEN_ENV, entry_url, new_token
+    from web.token_gate import TOKEN_ENV, entry_url, new_token
 
     env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", TOKEN_ENV: new_token()}
     if args.booth:

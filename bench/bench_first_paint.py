@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import serve  # noqa: E402 - the launcher, imported from the project root
-from ui.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
+from web.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
 
 NAV = "[data-testid=stSidebarNav]"
 TITLE = "[data-testid=stMain] h1"

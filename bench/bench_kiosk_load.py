@@ -1,7 +1,7 @@
 """Booth load test: N concurrent visitors on one served kiosk, each doing what a browser tab does, minus the drawing.
 
 A visitor opens the page (Streamlit's websocket, /_stcore/stream: the page's one script run), then, per round,
-posts a camera shot to the booth's HTTP route (ui/booth_api.py: POST /_booth/classify, the answer as JSON) and
+posts a camera shot to the booth's HTTP route (web/booth_api.py: POST /_booth/classify, the answer as JSON) and
 taps "Start over" (which the browser does alone: no request). Reports errors, single-visitor vs concurrent latency
 (p50/p95), the server's RSS before and after the measured classifications, the server's CPU seconds per
 classification (every process of the server, the measured phase only) beside the booth backend's own forward CPU

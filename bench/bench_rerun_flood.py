@@ -32,7 +32,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
 from streamlit.proto.ClientState_pb2 import ClientState  # noqa: E402
 
 import serve  # noqa: E402 - the launcher
-from ui.token_gate import TOKEN_ENV, cookie_name, cookie_value, new_token  # noqa: E402
+from web.token_gate import TOKEN_ENV, cookie_name, cookie_value, new_token  # noqa: E402
 
 BARE_APP = 'import streamlit as st\n\nst.title("bare")\nst.button("Press", key="press")\n'
 

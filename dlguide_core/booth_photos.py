@@ -1,5 +1,5 @@
 """A booth visitor's photo, from its bytes to its answer (and, asked for, its Grad-CAM), and the answer as the booth's
-HTTP answer carries it (`answer_json`: ui/booth_api.py serves it, the visitor's browser draws it).
+HTTP answer carries it (`answer_json`: web/booth_api.py serves it, the visitor's browser draws it).
 
 Decode, preprocess and top-k run on the image threads (vision.image_threads: a few long-lived threads, one per core,
 so a crowd's photos are worked on side by side and never one at a time behind a lock); the forward runs in the

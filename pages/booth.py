@@ -1,7 +1,7 @@
 """Booth: a touch-friendly classify screen for strangers, with Grad-CAM and an attract view.
 
 The visitor's screen (ui.booth.visitor_screen) runs in the browser: a photo goes to the model over HTTP
-(ui/booth_api.py, batched with the other visitors' photos), and the answer, the heat map, "Start over" and the idle
+(web/booth_api.py, batched with the other visitors' photos), and the answer, the heat map, "Start over" and the idle
 reset after DLGUIDE_KIOSK_IDLE_S seconds are drawn there, with no script run of this page. The photo lives in the
 visitor's browser only (the server keeps nothing once it has answered) and is dropped on "Start over" and on idle.
 This script runs once per visit: the title, the screen, and the training ticker (a fragment, while a job runs).

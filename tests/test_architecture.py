@@ -14,6 +14,7 @@ from tests.support.paths import ROOT
 CORE = ROOT / "dlguide_core"
 PAGES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
 UI = sorted((ROOT / "ui").glob("*.py"))  # the UI package shared by the pages (not routed)
+WEB = sorted((ROOT / "web").glob("*.py"))  # what serve.py mounts in the server (middleware, routes, hooks)
 WIDGETS = {
     "button", "download_button", "checkbox", "toggle", "radio", "selectbox", "multiselect", "slider",
     "select_slider", "text_input", "text_area", "number_input", "date_input", "time_input", "file_uploader",
@@ -55,27 +56,38 @@ def test_pages_import_only_core_and_ui_libraries():
     for path in PAGES:  # pages use the ui package; a page never imports another page
         extra = _imports(path) - allowed - {"ui"}
         assert not extra, f"{path.name} imports {extra}: put that logic in dlguide_core"
-    for path in UI:  # the ui package never imports the pages that use it
-        serving = SERVING_EXTRAS if path.stem in SERVING_MODULES else set()
-        extra = _imports(path) - allowed - {"ui"} - serving
+    for path in UI:  # the ui package never imports the pages that use it, nor the server's plumbing
+        extra = _imports(path) - allowed - {"ui"}
         assert not extra, f"ui/{path.name} imports {extra}: put that logic in dlguide_core"
 
 
-# serve.py's own plumbing: middleware and hooks that run in the server's event loop and its timers (and the booth's
-# HTTP route, in its request threads), never in a script run. They may use the web server's types and threads; no
-# page imports them.
-SERVING_MODULES = {"static_gzip", "token_gate", "control_messages", "upload_caps", "sign_in_return", "booth_api"}
-SERVING_EXTRAS = {"starlette", "threading"}
+def test_pages_and_ui_never_import_the_servers_plumbing():
+    # issue 45: web/ is what serve.py mounts; a page or a widget never reaches into it.
+    offenders = [str(p.relative_to(ROOT)) for p in [*PAGES, *UI] if "web" in _imports(p)]
+    assert not offenders, f"pages and ui/ never import web/: {offenders}"
 
 
-def test_no_page_imports_the_servers_plumbing():
-    for path in PAGES:
-        tree = ast.parse(path.read_text())
-        used = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "ui"
-                for alias in node.names}
-        used |= {node.module.split(".")[1] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ui.")}
-        assert not used & SERVING_MODULES, f"{path.name} imports serve.py's plumbing: {used & SERVING_MODULES}"
+def test_web_never_imports_pages_nor_draws():
+    # web/ runs in the server's event loop and request threads: it may read ui.cache's shared resources and
+    # ui.auth's sign-in check, never a page, and never calls st.* drawing functions.
+    drawing = re.compile(r"\bst\.(write|markdown|button|title|header|image|plotly_chart|dataframe|error|info|"
+                         r"warning|success|columns|sidebar|fragment|rerun|stop)\b")
+    for path in WEB:
+        assert "pages" not in _imports(path), f"web/{path.name} imports pages"
+        assert not drawing.search(path.read_text()), f"web/{path.name} draws"
+        ui_used = {n.module for n in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "ui"}
+        assert ui_used <= {"ui.cache", "ui.auth", "ui.booth"}, f"web/{path.name} imports {ui_used}"
+
+
+def test_no_asgi_middleware_or_starlette_under_ui():
+    offenders = [p.name for p in UI if "starlette" in _imports(p) or "async def __call__" in p.read_text()]
+    assert not offenders, f"ASGI middleware belongs in web/: {offenders}"
+
+
+def test_serve_py_stays_the_launcher():
+    lines = len((ROOT / "serve.py").read_text().splitlines())
+    assert lines <= 250, f"serve.py has {lines} lines: the middleware stack lives in web/stack.py"
 
 
 def test_every_widget_has_an_explicit_key():
@@ -89,7 +101,7 @@ def test_every_widget_has_an_explicit_key():
 
 
 def test_checkpoints_load_only_with_weights_only_true():
-    for path in [*CORE.rglob("*.py"), *PAGES, *UI]:
+    for path in [*CORE.rglob("*.py"), *PAGES, *UI, *WEB]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
                 owner = node.func.value
@@ -461,7 +473,7 @@ def test_the_device_choices_are_spelled_only_where_they_are_declared():
     flags read it from there (issue 23 found it typed out in 4 places)."""
     declared = CORE / "training" / "fields.py"
     offenders = []
-    for path in [*CORE.rglob("*.py"), *UI, *PAGES]:
+    for path in [*CORE.rglob("*.py"), *UI, *WEB, *PAGES]:
         if path == declared:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -478,7 +490,7 @@ def test_the_device_choices_are_spelled_only_where_they_are_declared():
 # as a user does on the command line) and the docs (they teach the recipes by name). The CLI's help names the
 # weights sources through `architectures.weights_help()`, so it needs no allowance.
 ARCH_REGISTRY = CORE / "vision" / "architectures.py"
-ARCH_SCANNED = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py"]
+ARCH_SCANNED = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py"]
 
 
 def _string_literals(tree: ast.AST) -> list[tuple[int, str]]:
@@ -531,7 +543,7 @@ def test_backend_names_are_spelled_only_in_the_backend_names_module():
 
     assert set(names.NAMES) >= {"torch", "onnxruntime", "migraphx"}
     offenders = []
-    for path in [*CORE.rglob("*.py"), *PAGES, *UI, ROOT / "serve.py"]:
+    for path in [*CORE.rglob("*.py"), *PAGES, *UI, *WEB, ROOT / "serve.py"]:
         rel = str(path.relative_to(ROOT))
         if rel == BACKEND_NAME_HOME:
             continue
@@ -555,7 +567,7 @@ def test_the_backend_name_rule_sees_a_literal():
 # (app.py's url_path="kiosk"), the booth's widget and session keys ("kiosk_..."). `make kiosk` is the Makefile's.
 # Docstrings and comments are checked by reading, not here. Not scanned: tests/ and bench/ (their file and test
 # names follow the `make kiosk` they exercise).
-BOOTH_NAME_SCANNED = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py"]
+BOOTH_NAME_SCANNED = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py"]
 
 
 def _identifiers(tree: ast.AST) -> list[tuple[int, str]]:
@@ -701,7 +713,7 @@ def test_threads_and_waiting_are_decided_only_in_dlguide_core_threads():
     # issue 31: one place per kind of process decides torch's threads, OpenMP's wait policy and ONNX Runtime's
     # spinning (bench/ scripts time variants on purpose and are left out).
     decides = re.compile(r"set_num_threads|set_num_interop_threads|OMP_WAIT_POLICY|allow_spinning")
-    sources = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py"]
+    sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py"]
     offenders = [p.relative_to(ROOT) for p in sources
                  if p != CORE / "threads.py" and decides.search(p.read_text())]
     assert not offenders, f"threads and waiting belong to dlguide_core/threads.py: {offenders}"
@@ -709,7 +721,7 @@ def test_threads_and_waiting_are_decided_only_in_dlguide_core_threads():
 
 def test_each_kind_of_process_declares_its_threads_once_at_its_entry():
     declared = {}
-    for path in [*CORE.rglob("*.py"), ROOT / "serve.py", ROOT / "app.py", *UI, *PAGES]:
+    for path in [*CORE.rglob("*.py"), ROOT / "serve.py", ROOT / "app.py", *UI, *WEB, *PAGES]:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "declare"
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "threads"):
@@ -720,13 +732,13 @@ def test_each_kind_of_process_declares_its_threads_once_at_its_entry():
     main = next(n for n in ast.parse((ROOT / "serve.py").read_text()).body
                 if isinstance(n, ast.FunctionDef) and n.name == "main")
     source = ast.unparse(main)  # the server declares before anything that may load torch
-    assert source.index("threads.declare") < min(source.index(s) for s in ("warm_", "guard_hosts", "cli.main"))
+    assert source.index("threads.declare") < min(source.index(s) for s in ("warm_", "install_middleware", "cli.main"))
 
 
 def test_torchvision_is_imported_only_through_its_door():
     # dlguide_core/torchvision_lib.py imports torchvision without torch._dynamo (1.5 s of CPU and 150 MB of RSS in
     # every server, CLI call and export); a plain `import torchvision` anywhere else would load it first.
-    sources = [*CORE.rglob("*.py"), *UI, *PAGES, ROOT / "serve.py", ROOT / "app.py"]
+    sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py", ROOT / "app.py"]
     offenders = []
     for path in sources:
         if path == CORE / "torchvision_lib.py":

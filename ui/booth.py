@@ -1,7 +1,7 @@
 """Booth mode in the UI: the guard every other page calls first, and the booth page's pieces: the visitor's screen
 (a component drawn and run in the browser: ui/booth_screen.js and .css) and the training ticker.
 
-The visitor's screen asks the model through ui/booth_api.py (plain HTTP, batched with every other visitor's photo):
+The visitor's screen asks the model through web/booth_api.py (plain HTTP, batched with every other visitor's photo):
 a photo, its answer, the heat map, "Start over" and the idle reset cost the server no script run, and an idle
 screen (its attract view and countdown run in the browser) costs it nothing at all (issue 30). The texts a visitor
 reads are declared here, in Python, and handed to the screen with its data. The booth's model, runner and attract
@@ -59,7 +59,7 @@ def visitor_screen(loaded: LoadedModel, runner: Predictor) -> None:
 
 
 def api_path() -> str:
-    """Where the screen posts photos (ui/booth_api.py): the booth's routes under the server's base path."""
+    """Where the screen posts photos (web/booth_api.py): the booth's routes under the server's base path."""
     from streamlit import config
 
     base = (config.get_option("server.baseUrlPath") or "").strip("/")

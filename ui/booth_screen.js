@@ -1,5 +1,5 @@
 // The booth's visitor screen (ui/booth.py mounts it; issue 30). It runs here, in the visitor's browser: a photo is
-// posted to the booth's HTTP route (ui/booth_api.py) and its answer drawn here, as are the photo and what the model
+// posted to the booth's HTTP route (web/booth_api.py) and its answer drawn here, as are the photo and what the model
 // saw, the heat map (posted again on demand), the attract view, "Start over" and the idle reset. None of it costs
 // the server a script run. The photo lives in this page only, and is dropped on "Start over" and on idle.
 // Every word shown comes from Python (data.texts); anything from a visitor or the model is set as text, never HTML.

@@ -1,5 +1,5 @@
 """The booth in a real browser: a visitor uploads, sees the top-5 and the heatmap, walks away; URL tricks fail. And
-the booth's HTTP route (ui/booth_api.py) as any client meets it: its answer, its errors, its caps and its XSRF check."""
+the booth's HTTP route (web/booth_api.py) as any client meets it: its answer, its errors, its caps and its XSRF check."""
 
 from __future__ import annotations
 
@@ -279,7 +279,7 @@ def test_the_booths_own_address_shows_the_booth_to_anyone(booth_url: str, browse
         assert sock.recv(4096).split(b"\r\n")[0].split()[1] == b"101"
 
 
-# ---------------------------------------------------------------- the booth's HTTP route (ui/booth_api.py)
+# ---------------------------------------------------------------- the booth's HTTP route (web/booth_api.py)
 
 
 class Client:

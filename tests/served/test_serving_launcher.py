@@ -11,7 +11,9 @@ from streamlit import config
 from streamlit.runtime.secrets import secrets_singleton
 from streamlit.web.server.starlette import starlette_app
 
+
 import serve
+from web.stack import install_middleware
 
 
 @pytest.mark.parametrize("options, env, address, added", [
@@ -58,7 +60,7 @@ AUTH = '[auth]\nredirect_uri = "http://localhost:1/oauth2callback"\ncookie_secre
 def test_the_host_guard_comes_first_and_a_bare_network_is_warned(secrets_file, capsys, address, secrets,
                                                                   warned) -> None:
     secrets_file(secrets)
-    serve.guard_hosts(["gpu1.lab.example", "[::1]"], address)
+    install_middleware(["gpu1.lab.example", "[::1]"], address)
     stack = starlette_app.create_streamlit_middleware()
     assert stack[0].cls is TrustedHostMiddleware
     assert stack[0].kwargs["allowed_hosts"] == ["gpu1.lab.example", "[::1]"]

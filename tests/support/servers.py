@@ -16,7 +16,7 @@ from pathlib import Path
 import serve
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
-from ui.token_gate import TOKEN_ENV, cookie_name, cookie_value, entry_url, new_token
+from web.token_gate import TOKEN_ENV, cookie_name, cookie_value, entry_url, new_token
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -146,7 +146,7 @@ def install(runtime_class: type, policy: ControlPolicy | None = None) -> Control
     original = getattr(runtime_class, "handle_backmsg", None)
     if original is None or getattr(original, "dlguide_policy", None) is not None:
         if original is None:  # checked with 1.67; fail loudly if it moves
-            raise RuntimeError("streamlit's Runtime.handle_backmsg is gone: check ui/control_messages.py")
+            raise RuntimeError("streamlit's Runtime.handle_backmsg is gone: check web/control_messages.py")
         return original.dlguide_policy
     chosen = policy or ControlPolicy()
 

@@ -1,4 +1,4 @@
-"""The full app's token (ui/token_gate.py, issue 33 N1): where it comes from, and what the gate lets through.
+"""The full app's token (web/token_gate.py, issue 33 N1): where it comes from, and what the gate lets through.
 The served checks (a real `make run`, its websocket upgrade) are in tests/served/test_serving_hosts.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ui.token_gate import TOKEN_FILE, TokenGate, TokenRefused, cookie_value, load_token
+from web.token_gate import TOKEN_FILE, TokenGate, TokenRefused, cookie_value, load_token
 
 TOKEN = "a-test-token-of-enough-length-0123"
 PORT = 8501

@@ -1,4 +1,4 @@
-"""After signing in, the page asked for (ui/sign_in_return.py, issue 31 item 8): Streamlit's auth routes stand in
+"""After signing in, the page asked for (web/sign_in_return.py, issue 31 item 8): Streamlit's auth routes stand in
 as two redirects; the browser test with a real provider is tests/served/test_signin.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from ui.sign_in_return import ReturnAfterSignIn
+from web.sign_in_return import ReturnAfterSignIn
 
 
 def client() -> TestClient:

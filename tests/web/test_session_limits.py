@@ -1,5 +1,5 @@
-"""What one browser session may cost the served app (issue 33): control messages (ui/control_messages.py, N2 and
-N3) and uploads (ui/upload_caps.py, N4). Streamlit's own message and upload types, no server: the policies are
+"""What one browser session may cost the served app (issue 33): control messages (web/control_messages.py, N2 and
+N3) and uploads (web/upload_caps.py, N4). Streamlit's own message and upload types, no server: the policies are
 what serve.py installs in front of Streamlit's Runtime and upload store."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
 from tests.support.waiting import wait_for
-from ui import control_messages
-from ui.control_messages import ControlPolicy
-from ui.upload_caps import CappedUploads, UploadGate
+from web import control_messages
+from web.control_messages import ControlPolicy
+from web.upload_caps import CappedUploads, UploadGate
 
 MIB = 2**20
 

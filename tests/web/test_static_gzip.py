@@ -1,4 +1,4 @@
-"""Streamlit's scripts sent compressed (ui/static_gzip.py, issue 18): the bytes a browser unpacks are the file's,
+"""Streamlit's scripts sent compressed (web/static_gzip.py, issue 18): the bytes a browser unpacks are the file's,
 and nothing else changes hands: other clients, other files, ranges and paths out of the folder go to Streamlit."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from ui.static_gzip import GzipStatic
+from web.static_gzip import GzipStatic
 
 SCRIPT = b"export const answer = 42;\n" * 400
 
@@ -76,6 +76,6 @@ def test_under_a_base_url_path(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", ["/static/../secret.js", "/static/js/../../secret.js", "/static/js/./index.abc.js",
                                   "/static/js\\index.abc.js", "/static/js/index.abc.js\x00", "/static/"])
 def test_no_request_path_leaves_the_static_folder(client: TestClient, tmp_path: Path, path: str) -> None:
-    from ui.static_gzip import static_file
+    from web.static_gzip import static_file
 
     assert static_file(tmp_path, path, "/static/") is None

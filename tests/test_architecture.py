@@ -453,11 +453,11 @@ def test_tests_import_helpers_only_from_tests_support():
 
 
 def test_tests_mirror_the_package():
-    """tests/<subpackage>/ for each subpackage of the core (and the UI layers: pages, ui, served)."""
+    """tests/<subpackage>/ for each subpackage of the core (and the UI layers: pages, ui, web, served; docker)."""
     subpackages = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert subpackages <= folders, f"no tests/<name>/ for {sorted(subpackages - folders)}"
-    assert folders - subpackages <= {"pages", "ui", "served", "support"}, sorted(folders - subpackages)
+    assert folders - subpackages <= {"pages", "ui", "web", "served", "support", "docker"}, sorted(folders - subpackages)
 
 
 def test_the_cli_parses_and_prints_and_runs_no_process_itself():

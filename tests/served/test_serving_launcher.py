@@ -11,7 +11,6 @@ from streamlit import config
 from streamlit.runtime.secrets import secrets_singleton
 from streamlit.web.server.starlette import starlette_app
 
-
 import serve
 from web.stack import install_middleware
 

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # AMD MIGraphX built for this machine's CPU (dev and CI only, never required): importable in the venv when present.
 MIGRAPHX_SHARED ?= ../shared/migraphx
 
-.PHONY: install run kiosk dev test lint browser-deps postgres-deps slurm-deps bench clean
+.PHONY: install run kiosk dev test lint browser-deps postgres-deps slurm-deps docker-deps bench bench-quick clean
 
 install: $(STAMP)
 
@@ -18,9 +18,12 @@ install: $(STAMP)
 # a 2-worker run without this step took pytest 1475 s). `|| true`: as under pip, the few files written for a newer
 # Python (torch's py312 test helpers) do not compile, and compileall says so in its exit status.
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+# The project itself last, editable and without dependencies (they are the lines above, constraints kept):
+# `.venv/bin/dlguide` then runs from any folder, and a job's processes find the package wherever the user stood.
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --no-compile -r requirements.txt -r requirements-dev.txt -c constraints.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-compile --no-deps -e .
 	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 	if [ -d $(MIGRAPHX_SHARED)/lib ]; then $(PY) -m dlguide_core.migraphx_lib $(MIGRAPHX_SHARED)/lib $(VENV); fi
 	touch $(STAMP)
@@ -43,9 +46,11 @@ dev: install
 	$(PY) serve.py --server.port $(PORT) --server.fileWatcherType poll --server.runOnSave true
 
 # mypy: the settings in pyproject.toml ([tool.mypy]); its cache (.mypy_cache) makes a rerun take about a second.
+# hadolint: the whole Dockerfile, both targets (the rules it ignores, and why: .hadolint.yaml).
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/hadolint Dockerfile
 
 # Debian chromium for the Playwright browser tests (Playwright's own browser download
 # needs the internet; Debian's package does not).
@@ -70,6 +75,13 @@ postgres-deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "postgresql missing and not root: PostgreSQL store tests will skip (install Debian's postgresql)"; fi; }
 
+# Debian's Docker engine, debootstrap (the stand-in base image) and docker-compose for the image tests
+# (tests/support/docker.py starts a daemon of its own; issue 42). Installed only as root; otherwise those tests skip.
+docker-deps:
+	@{ command -v dockerd >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1 && command -v docker-compose >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap docker-compose >/dev/null; \
+	  else echo "docker.io/debootstrap/docker-compose missing and not root: the image tests will skip (install Debian's docker.io, debootstrap and docker-compose)"; fi; }
+
 # The suite runs on TEST_WORKERS pytest-xdist workers (default 3 on the 2-core CI box: a worker often waits on a
 # server, job or browser it started): whole test files per worker, the shared Slurm and Ray clusters' files on one
 # worker each, the long groups first (tests/conftest.py, pytest_xdist_make_scheduler; docs/BENCHMARKS.md, "The test
@@ -85,16 +97,21 @@ TEST_ENV ?= OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 # compileall: the project's own bytecode, written once here, since with PYTHONDONTWRITEBYTECODE=1 (this box's
 # environment, and perhaps a CI image's) every server, job, rank and CLI call of the suite would compile the modules it
 # imports again (a second for all of them).
-test: install browser-deps postgres-deps slurm-deps
+test: install browser-deps postgres-deps slurm-deps docker-deps
 	$(PY) -m ruff check .
-	$(PY) -m compileall -qq -j 0 dlguide_core ui web pages tests app.py serve.py
+	$(VENV)/bin/hadolint Dockerfile
+	$(PY) -m compileall -qq -j 0 dlguide_core ui web pages tests bench app.py serve.py
 	@{ $(PY) -m mypy > $(VENV)/mypy.out 2>&1; echo $$? > $(VENV)/mypy.rc; } & \
 	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS); status=$$?; wait; \
 	echo "$(PY) -m mypy"; cat $(VENV)/mypy.out; \
 	test $$status -eq 0 && test "$$(cat $(VENV)/mypy.rc)" = 0
 
 bench: install
-	$(PY) bench/bench_classify.py
+	$(PY) -m bench.bench_classify
+
+# Every bench script's --quick run, the long ones too (make test runs the short ones: tests/test_benches.py)
+bench-quick: install browser-deps postgres-deps slurm-deps
+	DLGUIDE_BENCH_QUICK=all $(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) tests/test_benches.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

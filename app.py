@@ -48,8 +48,8 @@ elif auth.sign_in_configured() and not auth.signed_in():
 else:
     page = st.navigation(PAGES)
     auth.sidebar_identity()
-    from ui.cache import device_label  # torch: after the navigation is on screen
+    from ui.cache import device_summary  # torch: after the navigation is on screen
 
     with st.sidebar:
-        st.caption(f"Device: **{device_label()}**")
+        st.caption(f"Device: **{device_summary()}**")
     page.run()

@@ -104,7 +104,7 @@ def warm_booth() -> None:
 
     from dlguide_core.booth import booth_weights
     from dlguide_core.errors import DlguideError
-    from ui.cache import attract_items, booth_runner, get_model
+    from ui.cache import attract_items, booth_predictor, get_model
 
     # The cached functions' spinners have no session to draw in yet: Streamlit says so once per call.
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
@@ -112,12 +112,12 @@ def warm_booth() -> None:
     say("preparing the booth before opening the port (model, backend, attract view)…")
     try:
         loaded = get_model(booth_weights(fetch=True, say=say))
-        runner = booth_runner(loaded)
-        attract_items(loaded, runner)
+        predictor = booth_predictor(loaded)
+        attract_items(loaded, predictor)
     except DlguideError as exc:
         say(f"the booth could not be prepared ({exc}); the page will say so to visitors")
         return
-    say(f"booth ready in {time.perf_counter() - start:.1f} s: {runner.backend} on {runner.device}")
+    say(f"booth ready in {time.perf_counter() - start:.1f} s: {predictor.backend} on {predictor.device}")
 
 
 def warm_app() -> None:
@@ -179,6 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     from dlguide_core import threads
 
     threads.declare("server")  # before torch loads OpenMP: a server beside training jobs never spins
+    from dlguide_core.jobs.store_url import absolute_environment
+
+    absolute_environment()  # a relative DLGUIDE_STORE_URL means the directory the server was started in
     from dlguide_core.network import ServingRefused, allowed_hosts
 
     try:
@@ -188,12 +191,12 @@ def main(argv: list[str] | None = None) -> None:
         say(f"not starting: {exc}")
         raise SystemExit(2) from None
     close_pages_directory_routing()
-    from web.stack import bound_sessions, install_middleware
     from dlguide_core import settings
+    from web.stack import bound_sessions, install_middleware
     from web.token_gate import TokenRefused, load_token
 
     try:  # the booth is public and read-only: no token
-        token = None if settings.booth_mode() else load_token(settings.home()).value
+        token = None if settings.booth_mode() else load_token().value  # an unusable DLGUIDE_HOME: one line
     except TokenRefused as exc:
         say(f"not starting: {exc}")
         raise SystemExit(2) from None

@@ -3,9 +3,9 @@
 Starts the app as `make run` (or `make kiosk`) does (serve.py) on a loopback port, drives uploads through headless
 Debian chromium (Playwright), and reads the server's RSS (with its children) with psutil.
 
-    .venv/bin/python bench/bench_app_memory.py [--weights none|imagenet]               # one upload
-    .venv/bin/python bench/bench_app_memory.py --uploads 20 --sessions 4 [--booth]      # issue 18
-    .venv/bin/python bench/bench_app_memory.py --uploads 20 --sessions 4 --max-forwards 64   # forwards ungated
+    .venv/bin/python -m bench.bench_app_memory [--weights none|imagenet]               # one upload
+    .venv/bin/python -m bench.bench_app_memory --uploads 20 --sessions 4 [--booth]      # issue 18
+    .venv/bin/python -m bench.bench_app_memory --uploads 20 --sessions 4 --max-forwards 64   # forwards ungated
 
 With --uploads, each upload is a PNG of 11000x9000 RGBA (a ~400 KB file that decodes to 400 MB; the default
 pixel limit refuses it before decoding) or, alternately, the largest RGBA PNG the default limit accepts
@@ -17,12 +17,7 @@ sampled every 0.2 s (peak), read after the last upload and 10 s after the tabs c
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,21 +27,18 @@ import psutil
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
+from bench.common import parser, report, result, skip
+from tests.support.accounting import rss_mib as tree_rss_mib
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.paths import BUNDLED_SAMPLE as SAMPLE
+from tests.support.servers import start_served
+from tests.support.visitors import ATTRACT, PHOTO_INPUT, START_OVER, UPLOAD_TAB
+
 BOMB_SIZE, LARGEST_SIZE = (11000, 9000), (8000, 6200)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def rss_mib(proc: psutil.Process) -> float:
-    return round(sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20, 1)
+    return round(tree_rss_mib(proc), 1)
 
 
 def big_png(path: Path, size: tuple[int, int]) -> Path:
@@ -59,7 +51,7 @@ def big_png(path: Path, size: tuple[int, int]) -> Path:
 
 def one_upload(url: str, weights: str) -> dict:
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
+        browser = launch(pw.chromium)
         page = browser.new_page()
         page.set_default_timeout(600_000)
         page.goto(url)
@@ -92,8 +84,6 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
             page.get_by_role("option", name="none (untrained, random init)").click()
         for i, path in enumerate(files):
             if booth:
-                from bench_kiosk_load import ATTRACT, PHOTO_INPUT, START_OVER, UPLOAD_TAB  # this script's folder
-
                 step = f"upload {i}: choose Upload"
                 page.locator(UPLOAD_TAB).click()
                 step = f"upload {i}: send the file"
@@ -156,7 +146,7 @@ def upload_stream(url: str, proc: psutil.Process, args: argparse.Namespace) -> d
 
 def _session_thread(url: str, args: argparse.Namespace, files: list[Path], errors: list[str]) -> None:
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=FLAGS)
+        browser = launch(pw.chromium)
         try:
             visitor(browser, url, args, files, errors)
         finally:
@@ -164,45 +154,41 @@ def _session_thread(url: str, args: argparse.Namespace, files: list[Path], error
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weights", default="none")
-    parser.add_argument("--uploads", type=int, default=0, help="huge-PNG uploads in all (issue 18: 20)")
-    parser.add_argument("--sessions", type=int, default=4)
-    parser.add_argument("--step-timeout-s", type=int, default=600, help="give up on a session's step after this")
-    parser.add_argument("--server-log", type=Path, help="write the server's output here")
-    parser.add_argument("--booth", action="store_true", help="serve the booth (make kiosk) instead of the full app")
-    parser.add_argument("--max-forwards", type=int, default=None,
-                        help="the server's DLGUIDE_MAX_FORWARDS (default: inherited, else the app's default 1)")
-    args = parser.parse_args()
-    port = free_port()
-    sys.path.insert(0, str(ROOT))
-    import serve  # the launcher: `make run`'s command line, only the port differs
-    from web.token_gate import TOKEN_ENV, entry_url, new_token
-
-    env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", TOKEN_ENV: new_token()}
-    if args.booth:
+    args = parser(__doc__)
+    args.add_argument("--weights", default="none")
+    args.add_argument("--uploads", type=int, default=0, help="huge-PNG uploads in all (issue 18: 20)")
+    args.add_argument("--sessions", type=int, default=4)
+    args.add_argument("--step-timeout-s", type=int, default=600, help="give up on a session's step after this")
+    args.add_argument("--server-log", type=Path, help="write the server's output here")
+    args.add_argument("--booth", action="store_true", help="serve the booth (make kiosk) instead of the full app")
+    args.add_argument("--max-forwards", type=int, default=None,
+                      help="the server's DLGUIDE_MAX_FORWARDS (default: inherited, else the app's default 1)")
+    ns = args.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    if ns.quick:  # one ordinary upload with untrained weights (the default run)
+        ns.uploads, ns.weights, ns.booth = 0, "none", False
+    env: dict[str, str] = {}
+    if ns.booth:
         env["DLGUIDE_KIOSK"] = "1"
-    if args.max_forwards is not None:
-        env["DLGUIDE_MAX_FORWARDS"] = str(args.max_forwards)
-    log = open(args.server_log, "wb") if args.server_log else subprocess.DEVNULL  # noqa: SIM115 - closed at exit
-    server = subprocess.Popen(serve.command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    url = base if args.booth else entry_url(base, env[TOKEN_ENV])  # the full app opens with its token (issue 33)
-    try:
-        serve.wait_healthy(base, server, timeout=600)
-        proc = psutil.Process(server.pid)
-        idle = rss_mib(proc)
-        if args.uploads:
-            result = {"mode": "booth" if args.booth else "app", "max_forwards": env.get("DLGUIDE_MAX_FORWARDS", "1"),
-                      "rss_idle_mib": idle,
-                      **upload_stream(url, proc, args)}
-        else:
-            one_upload(url, args.weights)
-            result = {"weights": args.weights, "rss_idle_mib": idle, "rss_model_loaded_mib": rss_mib(proc)}
-        print(json.dumps(result, indent=2))
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    if ns.max_forwards is not None:
+        env["DLGUIDE_MAX_FORWARDS"] = str(ns.max_forwards)
+    with tempfile.TemporaryDirectory(prefix="bench_app_memory_") as tmp:
+        server = start_served(ns.server_log or Path(tmp) / "server.log", env, timeout=600)
+        url = server.link()  # the full app opens with its token (issue 33); the booth ignores it
+        try:
+            proc = psutil.Process(server.proc.pid)
+            idle = rss_mib(proc)
+            if ns.uploads:
+                figures = {"mode": "booth" if ns.booth else "app",
+                           "max_forwards": env.get("DLGUIDE_MAX_FORWARDS", "1"), "rss_idle_mib": idle,
+                           **upload_stream(url, proc, ns)}
+            else:
+                one_upload(url, ns.weights)
+                figures = {"weights": ns.weights, "rss_idle_mib": idle, "rss_model_loaded_mib": rss_mib(proc)}
+        finally:
+            server.stop()
+    report(result("bench_app_memory", figures), ns.json)
 
 
 if __name__ == "__main__":

@@ -5,21 +5,18 @@ photo over the booth's HTTP route, the answer drawn in the browser: ui/booth_scr
 
 Reported: classifications, errors, the server's CPU (every process of it) over the measured phase per
 classification, the booth backend's own forward CPU at batch 1 (timed in this process just before and after the
-crowd, same weights and DLGUIDE_HOME: bench_kiosk_load.probe_forward) and the difference, the answers' batch sizes
+crowd, same weights and DLGUIDE_HOME: tests/support/booth_forward.py) and the difference, the answers' batch sizes
 and the visitors' waits.
 
-    .venv/bin/python bench/bench_booth_browsers.py [--visitors 5] [--rounds 6] [--home DIR]
+    .venv/bin/python -m bench.bench_booth_browsers [--visitors 5] [--rounds 6] [--home DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import io
-import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -29,28 +26,19 @@ import numpy as np
 import psutil
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_first_visit import free_port, weights_env  # noqa: E402
-from bench_kiosk_load import (  # noqa: E402
-    ANSWERED,
-    BATCH_NOTE,
-    PHOTO_INPUT,
-    START_OVER,
-    UPLOAD_TAB,
+from bench.common import parser, report, result, skip
+from tests.support.accounting import cpu_s, percentile
+from tests.support.booth_forward import (
     WARMUP_RUNS,
     booth_backend,
     kept_weights,
     probe_forward,
     ready_line,
-    serve,
-    server_cpu_s,
-    stop_server,
     time_forward,
 )
-from bench_train_page_idle import CHROMIUM_FLAGS  # noqa: E402
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.servers import start_served
+from tests.support.visitors import ANSWERED, BATCH_NOTE, PHOTO_INPUT, START_OVER, UPLOAD_TAB
 
 ATTRACT = "Show the camera something"
 
@@ -109,7 +97,7 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
         await context.close()
 
 
-async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, workdir: Path, probe=None) -> dict:
+async def crowd(url: str, pid: int, visitors: int, rounds: int, workdir: Path, probe=None) -> dict:
     from playwright.async_api import async_playwright
 
     server = psutil.Process(pid)
@@ -117,69 +105,69 @@ async def crowd(url: str, pid: int, visitors: int, rounds: int, chromium: str, w
     batches: list[int] = []
     errors: list[str] = []
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        browser = await launch(pw.chromium)
         ready, go = asyncio.Barrier(visitors + 1), asyncio.Event()
         tasks = [asyncio.create_task(visitor(browser, url, v, rounds, workdir, waits, batches, errors, ready, go))
                  for v in range(visitors)]
         await asyncio.wait_for(ready.wait(), timeout=600)  # every tab on the attract view
         await asyncio.sleep(2)
         probes = [probe()] if probe else []
-        cpu, start = server_cpu_s(server), time.perf_counter()
+        cpu, start = cpu_s(server), time.perf_counter()
         go.set()
         await asyncio.gather(*tasks)
-        cpu, wall = server_cpu_s(server) - cpu, time.perf_counter() - start
+        cpu, wall = cpu_s(server) - cpu, time.perf_counter() - start
         await browser.close()
         probes += [probe()] if probe else []
     done = len(waits)
     return {"visitors": visitors, "rounds": rounds, "classifications": done, "errors": errors,
             "wall_s": wall, "classifications_per_s": done / wall if wall else 0.0,
             "server_cpu_per_classification_ms": cpu * 1000 / done if done else float("nan"),
-            "wait_p50_s": float(np.percentile(waits, 50)) if waits else float("nan"),
-            "wait_p95_s": float(np.percentile(waits, 95)) if waits else float("nan"),
+            "wait_p50_s": percentile(waits, 50), "wait_p95_s": percentile(waits, 95),
             "batch_histogram": {str(b): batches.count(b) for b in sorted(set(batches))},
             "forward_probes_ms": [round(p, 1) for p in probes]}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--visitors", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--home", default=None, help="DLGUIDE_HOME to use and keep (its ONNX export is reused)")
-    parser.add_argument("--backend", default=None, help="DLGUIDE_KIOSK_BACKEND (default: the booth's own choice)")
-    args = parser.parse_args()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("Debian chromium is needed (apt-get install chromium)")
-    port = free_port()
+    args = parser(__doc__)
+    args.add_argument("--visitors", type=int, default=5)
+    args.add_argument("--rounds", type=int, default=6)
+    args.add_argument("--home", default=None, help="DLGUIDE_HOME to use and keep (its ONNX export is reused)")
+    args.add_argument("--backend", default=None, help="DLGUIDE_KIOSK_BACKEND (default: the booth's own choice; "
+                                                      "--quick: PyTorch eager, which needs no export)")
+    ns = args.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    if ns.quick:  # one browser visitor, one photo, on the eager backend
+        from dlguide_core.inference.names import BASELINE
+
+        ns.visitors, ns.rounds, ns.backend = 1, 1, ns.backend or BASELINE
     with tempfile.TemporaryDirectory() as scratch:
-        home = Path(args.home or scratch)
+        home = Path(ns.home or scratch)
         home.mkdir(parents=True, exist_ok=True)
         env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": str(home), "DLGUIDE_OFFLINE": "1",
-               "MALLOC_ARENA_MAX": "2", **kept_weights(home, weights_env)}
-        if args.backend:
-            env["DLGUIDE_KIOSK_BACKEND"] = args.backend
+               "MALLOC_ARENA_MAX": "2", **kept_weights(home)}
+        if ns.backend:
+            env["DLGUIDE_KIOSK_BACKEND"] = ns.backend
         log_path = home / "server.log"
-        with log_path.open("wb") as log:
-            proc = serve(port, env, log=log)
-            try:
-                probe, booth_line = None, ready_line(log_path)
-                if booth_line:  # the booth's backend, in this process: timed just before and after the crowd
-                    os.environ.update(env)
-                    _, backend, loaded = booth_backend(booth_line)
-                    if backend is not None:
-                        time_forward(backend, loaded, 1, 0, warmup=WARMUP_RUNS)
-                        probe = functools.partial(probe_forward, backend, loaded)
-                report = asyncio.run(crowd(f"http://127.0.0.1:{port}", proc.pid, args.visitors, args.rounds,
-                                           chromium, Path(scratch), probe))
-            finally:
-                stop_server(proc)
-        report["booth"] = ready_line(log_path) or "unknown"
-        if report["forward_probes_ms"]:  # the forward as this machine ran it around the crowd (its speed drifts)
-            forward = sum(report["forward_probes_ms"]) / len(report["forward_probes_ms"])
-            report["server_cpu_minus_forward_ms"] = report["server_cpu_per_classification_ms"] - forward
-        report["loadavg_1min"] = os.getloadavg()[0]
-    print(json.dumps(report, indent=2))
-    return 0 if not report["errors"] else 1
+        server = start_served(log_path, env, timeout=1800)
+        try:
+            probe, booth_line = None, ready_line(log_path)
+            if booth_line and not ns.quick:  # the booth's backend, in this process: timed around the crowd
+                os.environ.update(env)
+                _, backend, loaded = booth_backend(booth_line)
+                if backend is not None:
+                    time_forward(backend, loaded, 1, 0, warmup=WARMUP_RUNS)
+                    probe = functools.partial(probe_forward, backend, loaded)
+            figures = asyncio.run(crowd(server.url, server.proc.pid, ns.visitors, ns.rounds, Path(scratch), probe))
+        finally:
+            server.stop()
+        figures["booth"] = ready_line(log_path) or "unknown"
+        if figures["forward_probes_ms"]:  # the forward as this machine ran it around the crowd (its speed drifts)
+            forward = sum(figures["forward_probes_ms"]) / len(figures["forward_probes_ms"])
+            figures["server_cpu_minus_forward_ms"] = figures["server_cpu_per_classification_ms"] - forward
+        figures["loadavg_1min"] = os.getloadavg()[0]
+    report(result("bench_booth_browsers", figures), ns.json)
+    return 0 if not figures["errors"] else 1
 
 
 if __name__ == "__main__":

@@ -9,16 +9,13 @@ With --training, a real training job runs on the same host the whole time (cifar
 with the CLI into the booth's own DLGUIDE_HOME, as a booth beside a lab's run): every tab then shows its live loss
 ticker, redrawn every 5 s; the job's steps over each row say it kept training.
 
-    .venv/bin/python bench/bench_booth_idle.py [--idle 60] [--tabs 0 1 5 20] [--backend torch] [--training]
+    .venv/bin/python -m bench.bench_booth_idle [--idle 60] [--tabs 0 1 5 20] [--backend torch] [--training]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,15 +24,15 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_first_visit import weights_env  # noqa: E402
-from bench_kiosk_load import UPLOAD_TAB, server_cpu_s, shot, stop_server  # noqa: E402
-from bench_train_page_idle import CHROMIUM_FLAGS, stop_jobs, write_image_folder  # noqa: E402
-
-import serve  # noqa: E402 - the launcher, imported from the project root
+from bench.common import parser, report, result, skip
+from tests.support.accounting import cpu_s
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.jobs import cancel_active
+from tests.support.paths import ROOT
+from tests.support.servers import start_served
+from tests.support.standin_weights import weights_env
+from tests.support.toy_data import write_toy_dataset
+from tests.support.visitors import UPLOAD_TAB, shot
 
 ATTRACT = "Show the camera something"
 TICKER = "how wrong the model still is"  # the booth's loss ticker, once a running job has steps
@@ -44,7 +41,7 @@ TICKER = "how wrong the model still is"  # the booth's loss ticker, once a runni
 def start_training(home: Path, env: dict[str, str]) -> str:
     """A cifar_net job on a toy ImageFolder in the booth's data root, detached, long enough to outlast the bench
     (2 DataLoader workers); its id."""
-    write_image_folder(home / "data" / "toy", classes=4, per_class=64)
+    write_toy_dataset(home / "data" / "toy", classes=4, per_class=64)
     done = subprocess.run([sys.executable, "-m", "dlguide_core", "train", "--recipe", "cifar_net", "--data",
                            str(home / "data" / "toy"), "--epochs", "10000", "--batch-size", "8", "--workers", "2",
                            "--detach", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -63,7 +60,7 @@ def job_steps(home: Path, job_id: str) -> int:
         store.close()
 
 
-def idle_share(url: str, pid: int, tabs: int, idle_s: float, chromium: str, *, with_photo: bool = False,
+def idle_share(url: str, pid: int, tabs: int, idle_s: float, *, with_photo: bool = False,
                workdir: Path, ticker: bool = False) -> float:
     """The server's CPU share of one core over `idle_s` with `tabs` open tabs (attract view, or an answer); with
     `ticker`, each tab first shows the running job's loss ticker."""
@@ -71,7 +68,7 @@ def idle_share(url: str, pid: int, tabs: int, idle_s: float, chromium: str, *, w
 
     server = psutil.Process(pid)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        browser = launch(pw.chromium)
         pages = []
         for _ in range(tabs):
             page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
@@ -87,45 +84,39 @@ def idle_share(url: str, pid: int, tabs: int, idle_s: float, chromium: str, *, w
                 page.get_by_text("I think it's a").wait_for(timeout=300_000)
             pages.append(page)
         time.sleep(3)  # the last tab's own runs end
-        start_cpu, start = server_cpu_s(server), time.perf_counter()
+        start_cpu, start = cpu_s(server), time.perf_counter()
         time.sleep(idle_s)
-        share = (server_cpu_s(server) - start_cpu) / (time.perf_counter() - start)
+        share = (cpu_s(server) - start_cpu) / (time.perf_counter() - start)
         browser.close()
     return share
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--idle", type=float, default=60.0, help="seconds measured per row")
-    parser.add_argument("--tabs", type=int, nargs="+", default=[0, 1, 5, 20])
-    parser.add_argument("--backend", default="torch",
-                        help="DLGUIDE_KIOSK_BACKEND (idle tabs run no model: eager PyTorch skips the ONNX export)")
-    parser.add_argument("--training", action="store_true",
-                        help="a real training job runs on the host throughout; every tab shows its loss ticker")
-    args = parser.parse_args()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("Debian chromium is needed (apt-get install chromium)")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    args = parser(__doc__)
+    args.add_argument("--idle", type=float, default=60.0, help="seconds measured per row")
+    args.add_argument("--tabs", type=int, nargs="+", default=[0, 1, 5, 20])
+    args.add_argument("--backend", default="torch",
+                      help="DLGUIDE_KIOSK_BACKEND (idle tabs run no model: eager PyTorch skips the ONNX export)")
+    args.add_argument("--training", action="store_true",
+                      help="a real training job runs on the host throughout; every tab shows its loss ticker")
+    ns = args.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    if ns.quick:  # one tab, 2 s per row
+        ns.idle, ns.tabs = 2.0, [1]
     rows = []
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1",
-               "DLGUIDE_KIOSK_BACKEND": args.backend, "MALLOC_ARENA_MAX": "2", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1",
-               **weights_env(Path(home))}
-        proc = subprocess.Popen(serve.command(port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.STDOUT)
+        env = {"DLGUIDE_KIOSK": "1", "DLGUIDE_HOME": home, "DLGUIDE_OFFLINE": "1",
+               "DLGUIDE_KIOSK_BACKEND": ns.backend, "MALLOC_ARENA_MAX": "2", **weights_env(Path(home))}
+        server = start_served(Path(home) / "server.log", env, timeout=1800)
         job_id = None
         try:
-            url = f"http://127.0.0.1:{port}"
-            serve.wait_healthy(url, proc, timeout=1800)
-            if args.training:
-                job_id = start_training(Path(home), env)
-            screens = [(tabs, False) for tabs in args.tabs] + [(1, True)]
+            if ns.training:
+                job_id = start_training(Path(home), {**os.environ, **env})
+            screens = [(tabs, False) for tabs in ns.tabs] + [(1, True)]
             for tabs, with_photo in screens:
                 steps_before = job_steps(Path(home), job_id) if job_id else None
-                share = idle_share(url, proc.pid, tabs, args.idle, chromium, with_photo=with_photo,
+                share = idle_share(server.url, server.proc.pid, tabs, ns.idle, with_photo=with_photo,
                                    workdir=Path(home), ticker=bool(job_id))
                 screen = "an answer, until the idle reset" if with_photo else "attract view"
                 rows.append({"tabs": tabs, "screen": screen, "server_cpu_share_of_a_core": round(share, 4),
@@ -134,9 +125,10 @@ def main() -> int:
                     rows[-1]["training_steps_meanwhile"] = job_steps(Path(home), job_id) - (steps_before or 0)
                 print(json.dumps(rows[-1]), flush=True)
         finally:
-            stop_server(proc)
+            server.stop()
             if job_id:
-                stop_jobs(Path(home))
+                cancel_active(Path(home))
+    report(result("bench_booth_idle", {"idle_s": ns.idle, "rows": rows}), ns.json)
     return 0
 
 

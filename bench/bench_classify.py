@@ -4,17 +4,13 @@ Both run in this one process, interleaved (A, B, A, B, ...) on the same image an
 same weights, so machine noise hits both alike; the ratio of medians is the result.
 Also reports the resident memory of this process with the model loaded.
 
-    .venv/bin/python bench/bench_classify.py [--iters 30] [--image PATH] [--json]
+    .venv/bin/python -m bench.bench_classify [--iters 30] [--image PATH] [--json out.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -24,12 +20,13 @@ from PIL import Image
 from torchvision import transforms
 from torchvision.models import inception_v3
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlguide_core.vision.classify import classify_images  # noqa: E402
-from dlguide_core.vision.images import load_image  # noqa: E402
-from dlguide_core.vision.models import imagenet_weights_path, load_model  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.vision.classify import classify_images
+from dlguide_core.vision.images import load_image
+from dlguide_core.vision.models import imagenet_weights_path, load_model
+from tests.support.paths import BUNDLED_SAMPLE
 
-SAMPLE = Path(__file__).resolve().parents[1] / "dlguide_core" / "samples" / "chelsea.jpg"
+SAMPLE = BUNDLED_SAMPLE
 
 
 def guide_model(state: dict) -> torch.nn.Module:
@@ -56,11 +53,12 @@ def core_classify(loaded, path: Path) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--iters", type=int, default=30)
-    parser.add_argument("--image", type=Path, default=SAMPLE)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--iters", type=int, default=30)
+    options.add_argument("--image", type=Path, default=SAMPLE)
+    args = options.parse_args()
+    if args.quick:
+        args.iters = 2
 
     rss_before = psutil.Process().memory_info().rss
     if imagenet_weights_path().is_file():
@@ -80,15 +78,15 @@ def main() -> None:
     reference = guide_model(state)
     assert guide_classify(reference, args.image) == core_classify(loaded, args.image), "paths disagree"
 
-    core_t, guide_t = [], []
+    core_t: list[float] = []
+    guide_t: list[float] = []
     for _ in range(args.iters):
         for fn, model, sink in ((core_classify, loaded, core_t), (guide_classify, reference, guide_t)):
             start = time.perf_counter()
             fn(model, args.image)
             sink.append(time.perf_counter() - start)
-    result = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                   f"torch {torch.__version__}, {torch.get_num_threads()} threads",
+    figures = {
+        "torch": f"torch {torch.__version__}, {torch.get_num_threads()} threads",
         "weights": weights, "image": args.image.name, "iters": args.iters,
         "core_median_ms": round(statistics.median(core_t) * 1e3, 2),
         "guide_median_ms": round(statistics.median(guide_t) * 1e3, 2),
@@ -96,7 +94,7 @@ def main() -> None:
         "rss_model_loaded_mib": round(rss_loaded / 2**20, 1),
         "rss_before_model_mib": round(rss_before / 2**20, 1),
     }
-    print(json.dumps(result, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in result.items()))
+    report(result("bench_classify", figures), args.json)
 
 
 if __name__ == "__main__":

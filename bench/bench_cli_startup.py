@@ -1,6 +1,6 @@
 """Start-up time and peak memory of the CLI's light commands, this checkout against an older one.
 
-    .venv/bin/python bench/bench_cli_startup.py [--before /tmp/i10-before] [--repeat 3]
+    .venv/bin/python -m bench.bench_cli_startup [--before /tmp/i10-before] [--repeat 3]
 
 `--before` is another checkout of the project (e.g. `git worktree add --detach /tmp/i10-before aa86395`),
 run with this checkout's Python. Each command runs in a fresh child process over one store holding
@@ -10,8 +10,6 @@ RSS (`os.wait4`'s rusage of that child alone). Medians of `--repeat` runs.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -20,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import parser, report, result
+from tests.support.paths import ROOT
 
 
 def make_store(home: Path) -> str:
     """A finished job with steps and epochs, written by this checkout's store."""
     os.environ["DLGUIDE_HOME"] = str(home)
-    sys.path.insert(0, str(ROOT))
     from dlguide_core.jobs.store import JobStore
 
     store = JobStore()
@@ -57,24 +55,26 @@ def measure(checkout: Path, argv: list[str], home: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", type=Path, help="an older checkout to compare with")
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--before", type=Path, help="an older checkout to compare with")
+    options.add_argument("--repeat", type=int, default=3)
+    args = options.parse_args()
+    if args.quick:
+        args.repeat = 1
     home = Path(tempfile.mkdtemp(prefix="dlguide-cli-bench-"))
     job_id = make_store(home)
     commands = [["--help"], ["jobs", "list", "--json"], ["jobs", "show", job_id, "--json"],
                 ["jobs", "export", job_id, "--csv"]]
     checkouts = {"before": args.before, "after": ROOT} if args.before else {"after": ROOT}
-    rows = []
+    rows: list[dict[str, str | float]] = []
     for argv in commands:
-        row = {"command": " ".join(argv).replace(job_id, "ID")}
+        row: dict[str, str | float] = {"command": " ".join(argv).replace(job_id, "ID")}
         for name, checkout in checkouts.items():
             runs = [measure(checkout, argv, home) for _ in range(args.repeat)]
             row[f"{name}_s"] = round(statistics.median(r[0] for r in runs), 3)
             row[f"{name}_mb"] = round(statistics.median(r[1] for r in runs), 1)
         rows.append(row)
-    print(json.dumps(rows, indent=2))
+    report(result("bench_cli_startup", {"rows": rows}), args.json)
     print("\n| command | " + " | ".join(f"{n} s | {n} MB" for n in checkouts) + " |")
     print("|---|" + "---|---|" * len(checkouts))
     for row in rows:

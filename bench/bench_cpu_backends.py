@@ -1,6 +1,6 @@
 """Every CPU backend of the registry on Inception v3, batch 1, fp32, against the machine's floor, in one run.
 
-    nice -n 5 .venv/bin/python bench/bench_cpu_backends.py [--rounds 4] [--iters 5]
+    nice -n 5 .venv/bin/python -m bench.bench_cpu_backends [--rounds 4] [--iters 5]
 
 Variants, each prepared the way the app prepares it (`registry.prepare_backend`, setup timed): eager NCHW (the
 guide), eager channels_last (dlguide's torch backend), torch.compile inductor (`--torch-compile`), zentorch
@@ -13,31 +13,25 @@ seconds, and agreement with eager NCHW on the bundled photos. Prints Markdown.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_backends import GuideEager, standin_weights  # noqa: E402
-from bench_cpu_floor import forward_flops, matmul_gflops  # noqa: E402
-
-from dlguide_core.errors import DlguideError  # noqa: E402
-from dlguide_core.inference import names  # noqa: E402
-from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
-from dlguide_core.inference.benchmark import agreement, time_runs  # noqa: E402
-from dlguide_core.inference.registry import prepare_backend  # noqa: E402
-from dlguide_core.threads import physical_cores  # noqa: E402
-from dlguide_core.vision.models import load_model  # noqa: E402
-from dlguide_core.vision.samples import bundled_samples  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.errors import DlguideError
+from dlguide_core.inference import names
+from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+from dlguide_core.inference.benchmark import agreement, time_runs
+from dlguide_core.inference.registry import prepare_backend
+from dlguide_core.threads import physical_cores
+from dlguide_core.vision.models import load_model
+from dlguide_core.vision.samples import bundled_samples
+from tests.support.cpu_paths import GuideEager, forward_flops, matmul_gflops, standin_weights
 
 Run = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, 299, 299) -> (B, 1000)
 CPU = BackendOptions(target="cpu")
@@ -50,10 +44,11 @@ VARIANTS = (  # (row, backend name, options)
 )
 
 
-def build(loaded) -> tuple[dict[str, Run], dict[str, float], list[str]]:
+def build(loaded, quick: bool = False) -> tuple[dict[str, Run], dict[str, float], list[str]]:
+    """Every variant prepared (`quick`: the eager ones only: no compile, no export)."""
     runs: dict[str, Run] = {"eager NCHW (the guide)": GuideEager(loaded.model).run}
     setup, notes = {"eager NCHW (the guide)": 0.0}, []
-    for row, name, options in VARIANTS:
+    for row, name, options in VARIANTS[:1] if quick else VARIANTS:
         start = time.perf_counter()
         try:
             backend = prepare_backend(name, loaded, options=options)
@@ -70,17 +65,19 @@ def measure(runs: dict[str, Run], batch: torch.Tensor, rounds: int, iters: int) 
     peaks = []
     for index in range(rounds):
         for row, run in runs.items():
-            times[row] += time_runs(lambda r=run: r(batch), warmup=2 if index == 0 else 1, iters=iters)
+            times[row] += time_runs(partial(run, batch), warmup=2 if index == 0 else 1, iters=iters)
         peaks.append(max(matmul_gflops().values()))
         print(f"# round {index + 1}/{rounds}, load average {os.getloadavg()[0]:.1f}", flush=True)
     return times, peaks
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--iters", type=int, default=5)
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=4)
+    options.add_argument("--iters", type=int, default=5)
+    args = options.parse_args()
+    if args.quick:  # the eager variants, one round of one run
+        args.rounds, args.iters = 1, 1
 
     label = standin_weights()
     loaded = load_model("imagenet", device="cpu")
@@ -88,7 +85,7 @@ def main() -> None:
     photos = sample_batch(loaded, len(bundled_samples()))  # each bundled photo once
     flops = forward_flops(GuideEager(loaded.model).model, batch)
     started = time.perf_counter()
-    runs, setup, notes = build(loaded)
+    runs, setup, notes = build(loaded, args.quick)
     times, peaks = measure(runs, batch, args.rounds, args.iters)
     floor_ms = flops / (float(np.median(peaks)) * 1e9) * 1000
     print(f"\n# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs ({physical_cores()} physical), "
@@ -110,6 +107,8 @@ def main() -> None:
                   f"| {agree['max_abs_diff']:.1e} | {agree['top1_agree']:.2f} |")
     for line in notes:
         print(line)
+    report(result("bench_cpu_backends", {"weights": label, "floor_ms": floor_ms, "setup_s": setup, "notes": notes,
+                                         "p50_ms": {row: float(np.median(v)) for row, v in times.items()}}), args.json)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Inception v3 on the CPU against this machine's compute floor: every CPU variant as a ratio, in one run.
 
-    .venv/bin/python bench/bench_cpu_floor.py [--rounds 5] [--iters 3] [--inductor] [--agreement 500]
+    .venv/bin/python -m bench.bench_cpu_floor [--rounds 5] [--iters 3] [--inductor] [--agreement 500]
 
 The floor is FLOPs per forward (counted by torch.utils.flop_counter.FlopCounterMode on the model
 itself, batch 1, 299x299) over the machine's fp32 matmul peak (a large torch.mm and numpy matmul,
@@ -16,52 +16,24 @@ Then top-1 agreement of each approximate variant with eager on the bundled photo
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
-import sys
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_backends import HOLDOUT, GuideEager, standin_weights  # noqa: E402
-
-from dlguide_core.inference.backend_base import BackendOptions, sample_batch  # noqa: E402
-from dlguide_core.inference.benchmark import time_runs  # noqa: E402
-from dlguide_core.inference.registry import prepare_backend  # noqa: E402
-from dlguide_core.threads import physical_cores  # noqa: E402
-from dlguide_core.vision.models import load_model  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.inference.backend_base import BackendOptions, sample_batch
+from dlguide_core.inference.benchmark import time_runs
+from dlguide_core.inference.registry import prepare_backend
+from dlguide_core.threads import physical_cores
+from dlguide_core.vision.models import load_model
+from tests.support.cpu_paths import HOLDOUT, GuideEager, forward_flops, matmul_gflops, standin_weights
 
 Run = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, 299, 299) -> (B, 1000)
-
-
-def forward_flops(model: torch.nn.Module, batch: torch.Tensor) -> int:
-    """FLOPs of one forward pass (a multiply-add counts 2), as PyTorch's own counter sees the model."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    counter = FlopCounterMode(display=False)
-    with counter, torch.no_grad():
-        model(batch)
-    return int(counter.get_total_flops())
-
-
-def matmul_gflops(size: int = 2048) -> dict[str, float]:
-    """GFLOP/s of one (size x size) @ (size x size) fp32 product, torch (oneDNN/MKL) and numpy (OpenBLAS)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    an, bn = a.numpy(), b.numpy()
-    out = {}
-    for name, fn in (("torch.mm", lambda: torch.mm(a, b)), ("numpy matmul", lambda: an @ bn)):
-        fn()  # warm the library's thread pool
-        start = time.perf_counter()
-        fn()
-        out[name] = 2 * size**3 / (time.perf_counter() - start) / 1e9
-    return out
 
 
 def ort_session(path: str, *, level: str = "all", intra: int = 0, inter: int = 0, parallel: bool = False,
@@ -95,11 +67,16 @@ def torchscript_frozen(model: torch.nn.Module, batch: torch.Tensor) -> Run:
     return run
 
 
-def build_variants(loaded, batch: torch.Tensor, inductor: bool) -> dict[str, Run]:
-    """Every variant, each a function of the batch; "before" rows are the settings dlguide shipped until issue 26."""
+def build_variants(loaded, batch: torch.Tensor, inductor: bool, quick: bool = False) -> dict[str, Run]:
+    """Every variant, each a function of the batch; "before" rows are the settings dlguide shipped until issue 26.
+    `quick`: the two eager paths only (no trace, no ONNX export)."""
+    if quick:
+        return {"eager NCHW (the guide)": GuideEager(loaded.model).run,
+                "eager channels_last (dlguide)": prepare_backend("torch", loaded).run}
     cores = physical_cores()
     ort = prepare_backend("onnxruntime", loaded, options=BackendOptions(target="cpu"))
     int8 = prepare_backend("onnxruntime", loaded, options=BackendOptions(target="cpu", precision="int8"))
+    assert ort.export is not None  # ONNX Runtime runs an export
     fp32 = ort.export.path
     variants: dict[str, Run] = {
         "eager NCHW (the guide)": GuideEager(loaded.model).run,
@@ -133,7 +110,7 @@ def measure(variants: dict[str, Run], batch: torch.Tensor, rounds: int, iters: i
     with torch.no_grad():
         for round_index in range(rounds):
             for name, run in variants.items():
-                times[name] += time_runs(lambda r=run: r(batch), warmup=2 if round_index == 0 else 1, iters=iters)
+                times[name] += time_runs(partial(run, batch), warmup=2 if round_index == 0 else 1, iters=iters)
             peaks.append(matmul_gflops())
             print(f"# round {round_index + 1}/{rounds} done, load average {os.getloadavg()[0]:.1f}", flush=True)
     return times, peaks
@@ -166,18 +143,20 @@ def top1_agreement(variants: dict[str, Run], loaded, photos: list[Path], chunk: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--iters", type=int, default=3)
-    parser.add_argument("--inductor", action="store_true", help="add torch.compile inductor (slow to compile)")
-    parser.add_argument("--agreement", type=int, default=500, help="val photos for the agreement check (0: none)")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=5)
+    options.add_argument("--iters", type=int, default=3)
+    options.add_argument("--inductor", action="store_true", help="add torch.compile inductor (slow to compile)")
+    options.add_argument("--agreement", type=int, default=500, help="val photos for the agreement check (0: none)")
+    args = options.parse_args()
+    if args.quick:  # the eager paths, one round of one run, a small matmul; no agreement check
+        args.rounds, args.iters, args.agreement = 1, 1, 0
 
     label = standin_weights()
     loaded = load_model("imagenet", device="cpu")
     batch = sample_batch(loaded, 1)  # (1, 3, 299, 299)
     flops = forward_flops(GuideEager(loaded.model).model, batch)
-    variants = build_variants(loaded, batch, args.inductor)
+    variants = build_variants(loaded, batch, args.inductor, args.quick)
     times, peaks = measure(variants, batch, args.rounds, args.iters)
     peak = float(np.median([max(p.values()) for p in peaks]))  # the rounds' conditions, like the p50s
     best_peak = max(max(p.values()) for p in peaks)  # the quietest moment, like the best runs
@@ -204,6 +183,8 @@ def main() -> None:
               "bundled photos and their mirror images only):")
         for name, value in top1_agreement(variants, loaded, photos).items():
             print(f"- {name}: {value:.3f}")
+    report(result("bench_cpu_floor", {"weights": label, "gflop_per_forward": flops / 1e9, "floor_ms": floor_ms,
+                                      "p50_ms": {name: float(np.median(v)) for name, v in times.items()}}), args.json)
 
 
 if __name__ == "__main__":

@@ -4,18 +4,17 @@ Each configuration is a fresh process group (torch.multiprocessing spawn, Gloo,
 dlguide_core.training.distributed's DDP wrapping) training on synthetic batches, so only the
 compute and the gradient all-reduce are timed (no data loading). The per-device
 batch stays fixed, as in the Ascend figures (weak scaling): the global batch grows
-with the processes. Configurations are interleaved over rounds; medians are reported.
+with the processes. Configurations alternate over rounds (bench.common.alternate); medians are reported.
 
-    .venv/bin/python bench/bench_distributed.py [--arch cifar_net] [--batch 32] [--steps 30] [--rounds 2] [--json]
+    .venv/bin/python -m bench.bench_distributed [--arch cifar_net] [--batch 32] [--steps 30] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import platform
-import socket
 import statistics
 import sys
 import tempfile
@@ -26,19 +25,14 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from dlguide_core.training import distributed as D  # noqa: E402
-from dlguide_core.vision.models import build_model  # noqa: E402
+from bench.common import alternate, parser, report, result
+from dlguide_core.training import distributed as D
+from dlguide_core.vision.models import build_model
+from tests.support.ports import free_port
 
 # (processes, torch threads per process): 1x1 and 2x1 use the same cores per process;
 # 1x2 is what one process makes of both cores without DDP.
 CONFIGS = ((1, 1), (2, 1), (1, 2))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model(arch: str) -> torch.nn.Module:
@@ -74,41 +68,37 @@ def _worker(rank: int, world: int, threads: int, args: argparse.Namespace, port:
 def measure(world: int, threads: int, args: argparse.Namespace) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "result.json")
-        mp.spawn(_worker, args=(world, threads, args, _free_port(), out), nprocs=world, join=True)
+        mp.spawn(_worker, args=(world, threads, args, free_port(), out), nprocs=world, join=True)
         return json.loads(Path(out).read_text())["images_per_s"]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", default="cifar_net", choices=("cifar_net", "inception_v3"))
-    parser.add_argument("--batch", type=int, default=32, help="per-process batch")
-    parser.add_argument("--size", type=int, default=None, help="image size (32 cifar_net, 75 inception_v3)")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--arch", default="cifar_net", choices=("cifar_net", "inception_v3"))
+    options.add_argument("--batch", type=int, default=32, help="per-process batch")
+    options.add_argument("--size", type=int, default=None, help="image size (32 cifar_net, 75 inception_v3)")
+    options.add_argument("--steps", type=int, default=30)
+    options.add_argument("--warmup", type=int, default=5)
+    options.add_argument("--rounds", type=int, default=2)
+    args = options.parse_args()
+    if args.quick:  # one round of 2 steps after 1 warm-up step
+        args.steps, args.warmup, args.rounds, args.batch = 2, 1, 1, 8
     args.size = args.size or (32 if args.arch == "cifar_net" else 75)
-    runs: dict[str, list[float]] = {f"{w}x{t}": [] for w, t in CONFIGS}
-    for _ in range(args.rounds):
-        for world, threads in CONFIGS:
-            runs[f"{world}x{threads}"].append(measure(world, threads, args))
+    runs = alternate({f"{w}x{t}": functools.partial(measure, w, t, args) for w, t in CONFIGS}, args.rounds)
     median = {key: statistics.median(values) for key, values in runs.items()}
-    result = {"arch": args.arch, "per_process_batch": args.batch, "image_size": args.size, "steps": args.steps,
-              "rounds": args.rounds, "images_per_s": median, "runs": runs,
-              "speedup_2_vs_1": median["2x1"] / median["1x1"],
-              "efficiency_2": median["2x1"] / (2 * median["1x1"]),
-              "ddp_2x1_vs_one_process_2_threads": median["2x1"] / median["1x2"],
-              "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"}
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"{args.arch} at {args.size}px, batch {args.batch} per process, {args.steps} timed steps, "
-              f"median of {args.rounds}")
-        for key, value in median.items():
-            print(f"  {key} (processes x threads): {value:8.1f} images/s")
-        print(f"  2 processes vs 1: speedup {result['speedup_2_vs_1']:.2f}, efficiency {result['efficiency_2']:.2f}; "
-              f"vs one process on both cores: {result['ddp_2x1_vs_one_process_2_threads']:.2f}")
+    figures = {"arch": args.arch, "per_process_batch": args.batch, "image_size": args.size, "steps": args.steps,
+               "rounds": args.rounds, "images_per_s": median, "runs": runs,
+               "speedup_2_vs_1": median["2x1"] / median["1x1"],
+               "efficiency_2": median["2x1"] / (2 * median["1x1"]),
+               "ddp_2x1_vs_one_process_2_threads": median["2x1"] / median["1x2"],
+               "torch": torch.__version__}
+    print(f"{args.arch} at {args.size}px, batch {args.batch} per process, {args.steps} timed steps, "
+          f"median of {args.rounds}")
+    for key, value in median.items():
+        print(f"  {key} (processes x threads): {value:8.1f} images/s")
+    print(f"  2 processes vs 1: speedup {figures['speedup_2_vs_1']:.2f}, efficiency {figures['efficiency_2']:.2f}; "
+          f"vs one process on both cores: {figures['ddp_2x1_vs_one_process_2_threads']:.2f}")
+    report(result("bench_distributed", figures), args.json)
     return 0
 
 

@@ -18,13 +18,11 @@ the same five page names, a title and an uploader, run by the same Streamlit, no
 `--network lan` emulates a visitor on a network (Chromium's network emulation: 20 Mbit/s down, 10 up, 20 ms
 round trip) instead of loopback, where the size of what the page downloads shows:
 
-    .venv/bin/python bench/bench_first_paint.py --rounds 3 [--modes warm,bare] [--network lan] [--json out.json]
+    .venv/bin/python -m bench.bench_first_paint --rounds 3 [--modes warm,bare] [--network lan] [--json out.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import signal
 import statistics
@@ -35,11 +33,14 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import serve  # noqa: E402 - the launcher, imported from the project root
-from web.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
+import serve
+from bench.common import parser, report, result, skip
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.paths import ROOT
+from tests.support.ports import free_port
+from tests.support.servers import bare_command, stop_process
+from tests.support.standin_weights import weights_env
+from web.token_gate import TOKEN_ENV, entry_url, new_token
 
 NAV = "[data-testid=stSidebarNav]"
 TITLE = "[data-testid=stMain] h1"
@@ -67,20 +68,6 @@ st.navigation([st.Page(classify, title="Classify", url_path="classify", default=
 """
 
 
-def load_bench_first_visit():
-    """bench_first_visit's helpers (free port, stand-in weights, chromium): one copy of each."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_first_visit", ROOT / "bench" / "bench_first_visit.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-FIRST_VISIT = load_bench_first_visit()
-
-
 @contextmanager
 def cpu_load(enabled: bool):
     """One busy Python process per core while the block runs (stopped by PID afterwards)."""
@@ -97,9 +84,7 @@ def start(tree: Path, port: int, options: tuple[str, ...], env: dict[str, str], 
     if options == ("bare",):  # the floor: Streamlit alone, same address and headless start as the app
         app = log.with_name(f"bare-{port}.py")
         app.write_text(BARE_APP)
-        command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
-                   "--server.address", "127.0.0.1", "--server.headless", "true",
-                   "--browser.gatherUsageStats", "false"]
+        command = bare_command(app, port)
     elif tree == ROOT:
         command = serve.command(port, *options)
     else:
@@ -117,7 +102,7 @@ def visible_at(page, selector: str, timeout_ms: float) -> float:
 
 def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str], workdir: Path,
               loaded: bool, network: dict | None) -> dict:
-    port = FIRST_VISIT.free_port()
+    port = free_port()
     log = workdir / f"server-{port}.log"
     with cpu_load(loaded):
         began = time.monotonic()
@@ -132,12 +117,7 @@ def one_round(browser, tree: Path, options: tuple[str, ...], env: dict[str, str]
             first = visit(browser, entry, network)
             again = visit(browser, entry, network)  # the same server, everything already loaded
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, timeout=20)
     return {"startup_s": round(healthy, 2), **first, **{f"again_{k}": v for k, v in again.items()}}
 
 
@@ -171,41 +151,42 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="fresh servers per mode and load (default 3)")
-    parser.add_argument("--before", type=Path, help="another checkout to measure the same way (mode 'before')")
-    parser.add_argument("--modes", default="warm,no-warm", help="comma-separated: warm, no-warm, bare")
-    parser.add_argument("--network", choices=sorted(NETWORKS), default="loopback",
-                        help="lan: emulate a visitor on a 20 Mbit/s network with a 20 ms round trip")
-    parser.add_argument("--json", type=Path, help="write every round's numbers here")
-    args = parser.parse_args()
+    args = parser(__doc__)
+    args.add_argument("--rounds", type=int, default=3, help="fresh servers per mode and load (default 3)")
+    args.add_argument("--before", type=Path, help="another checkout to measure the same way (mode 'before')")
+    args.add_argument("--modes", default="warm,no-warm", help="comma-separated: warm, no-warm, bare")
+    args.add_argument("--network", choices=sorted(NETWORKS), default="loopback",
+                      help="lan: emulate a visitor on a 20 Mbit/s network with a 20 ms round trip")
+    ns = args.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    loads = (False,) if ns.quick else (False, True)
+    if ns.quick:  # one quiet round of the warm app
+        ns.rounds, ns.modes = 1, "warm"
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench still stops its servers and load
     from playwright.sync_api import sync_playwright
 
     options = {"warm": (), "no-warm": ("--no-warm",), "bare": ("bare",)}
-    modes = [(name, ROOT, options[name]) for name in args.modes.split(",") if name]
-    if args.before:
-        modes.append(("before", args.before.resolve(), ()))
+    modes = [(name, ROOT, options[name]) for name in ns.modes.split(",") if name]
+    if ns.before:
+        modes.append(("before", ns.before.resolve(), ()))
     results: dict[str, dict[str, list[dict]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_first_paint_") as tmp, sync_playwright() as pw:
         workdir = Path(tmp)
-        env = FIRST_VISIT.weights_env(workdir)
-        browser = FIRST_VISIT.launch_browser(pw)
-        for round_no in range(args.rounds):  # interleaved: drift in the machine's load hits every mode alike
-            for loaded in (False, True):
+        env = weights_env(workdir)
+        browser = launch(pw.chromium)
+        for round_no in range(ns.rounds):  # interleaved: drift in the machine's load hits every mode alike
+            for loaded in loads:
                 for name, tree, mode_options in modes:
-                    row = one_round(browser, tree, mode_options, env, workdir, loaded, NETWORKS[args.network])
+                    row = one_round(browser, tree, mode_options, env, workdir, loaded, NETWORKS[ns.network])
                     results.setdefault(name, {}).setdefault("loaded" if loaded else "quiet", []).append(row)
                     print(f"round {round_no + 1} {name:<8} {'loaded' if loaded else 'quiet ':<6} {row}", flush=True)
         browser.close()
-    print(f"\nmedians (s; network: {args.network}): mode, load, start-up to health, then for the first visitor and"
+    print(f"\nmedians (s; network: {ns.network}): mode, load, start-up to health, then for the first visitor and"
           " a second one (again_): navigation, first content (navigation + title), uploader, the load event,"
           " first content and uploader after the load event, KiB fetched")
-    for name, by_load in results.items():
-        for load, rows in by_load.items():
-            print(f"  {name:<8} {load:<6} {summary(rows)}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    medians = {f"{name} {load}": summary(rows) for name, by_load in results.items() for load, rows in by_load.items()}
+    report(result("bench_first_paint", {"network": ns.network, "medians": medians, "rounds": results}), ns.json)
     return 0
 
 

@@ -7,7 +7,7 @@ same-origin link and every exception element the pages ever show (a MutationObse
 before the app's own scripts). Then a second session classifies a photo. The server's log must hold
 no traceback. tests/served/test_first_visit.py runs 4 servers; this is the soak:
 
-    .venv/bin/python bench/bench_first_visit.py --servers 20 [--booth-rounds 50]
+    .venv/bin/python -m bench.bench_first_visit --servers 20 [--booth-rounds 50]
 
 After the soak, the 10-visitor booth load of bench/bench_kiosk_load.py runs on one more fresh kiosk
 server started the same way.
@@ -15,34 +15,26 @@ server started the same way.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import re
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.common import parser, report, result, skip
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.paths import BUNDLED_SAMPLE
+from tests.support.servers import Served, start_served
+from tests.support.standin_weights import weights_env
+from tests.support.visitors import UPLOAD_TAB, run_load
 
-import serve  # noqa: E402 - the launcher, imported from the project root
-from web.token_gate import TOKEN_ENV, entry_url, new_token  # noqa: E402
-
-SAMPLE = ROOT / "dlguide_core" / "samples" / "chelsea.jpg"
+SAMPLE = BUNDLED_SAMPLE
 FIRST_PATHS = ("/", "/train", "/devices", "/compiled", "/kiosk", "/cache")
 FULL_LINKS = {"/", "/classify", "/devices", "/train", "/kiosk", "/compiled"}  # the sidebar's allow-list
 KIOSK_LINKS: set[str] = set()  # the booth shows no navigation at all
-CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
 TRACEBACK_MARKERS = ("Traceback", "Error:", "Uncaught app execution")  # Streamlit's rich tracebacks, colours stripped
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # Installed before any script of the page runs: remembers every link path and exception element ever shown.
 WATCHER = """
@@ -62,32 +54,6 @@ new MutationObserver(() => {
 
 
 @dataclass
-class Server:
-    """A served app started through the launcher; its log is a file, read after the visits."""
-
-    url: str
-    proc: subprocess.Popen
-    log: Path
-    started: float  # time.monotonic() at Popen
-    token: str | None = None  # the full app's (issue 33); None for the booth, which is public
-
-    def link(self, path: str = "/") -> str:
-        """A browser's first visit: with the token for the full app, as `make run` prints it."""
-        return self.url + path if self.token is None else entry_url(self.url, self.token, path)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def log_text(self) -> str:
-        return ANSI.sub("", self.log.read_text(errors="replace")) if self.log.exists() else ""
-
-
-@dataclass
 class Visit:
     path: str
     links: list[str] = field(default_factory=list)
@@ -96,32 +62,15 @@ class Visit:
     missing: str | None = None  # what the page never showed (it did not settle)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(log: Path, env: dict[str, str] | None = None, *, port: int | None = None,
-                 options: tuple[str, ...] = ()) -> Server:
+def start_server(log: Path, env: dict[str, str] | None = None) -> Served:
     """serve.py on a free loopback port, not waited for: the caller watches it from its first second."""
-    port = port or free_port()
-    full_env = {**os.environ, "STREAMLIT_SERVER_ADDRESS": "127.0.0.1", TOKEN_ENV: new_token(), **(env or {})}
-    out = open(log, "wb")  # noqa: SIM115 - the child holds it; closed when this process exits
-    proc = subprocess.Popen(serve.command(port, *options), cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    booth = full_env.get("DLGUIDE_KIOSK", "").strip().lower() in {"1", "true", "yes", "on"}
-    return Server(f"http://127.0.0.1:{port}", proc, log, time.monotonic(), None if booth else full_env[TOKEN_ENV])
-
-
-def wait_healthy(server: Server, timeout: float = 300.0) -> None:
-    serve.wait_healthy(server.url, server.proc, timeout, log_tail=lambda: server.log_text()[-2000:])
+    return start_served(log, env, wait=False)
 
 
 NOT_UP_YET = ("ERR_CONNECTION_REFUSED", "ERR_EMPTY_RESPONSE", 'interrupted by another navigation to "chrome-error://')
 
 
-def open_when_up(page, server: Server, path: str, timeout: float) -> None:
+def open_when_up(page, server: Served, path: str, timeout: float) -> None:
     """goto `path` as soon as the server accepts connections (it may still be starting)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -152,7 +101,7 @@ def settle(page, deadline: float) -> str | None:
     return None
 
 
-def first_visits(browser, server: Server, paths: tuple[str, ...], timeout: float = 180.0) -> list[Visit]:
+def first_visits(browser, server: Served, paths: tuple[str, ...], timeout: float = 180.0) -> list[Visit]:
     """Open every path in its own session at once, from the server's first second; what each ever showed."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(WATCHER)
@@ -185,12 +134,12 @@ def visit_problems(visits: list[Visit], kiosk: bool) -> list[str]:
     return problems
 
 
-def log_problems(server: Server) -> list[str]:
+def log_problems(server: Served) -> list[str]:
     text = server.log_text()
     return [f"server log holds {marker!r}:\n{text[-3000:]}" for marker in TRACEBACK_MARKERS if marker in text][:1]
 
 
-def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, timeout: float = 180.0) -> float:
+def classify_flow(browser, server: Served, kiosk: bool, photo: Path = SAMPLE, timeout: float = 180.0) -> float:
     """A second session uploads `photo` and sees a top-5; seconds from the page opening to the result."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -199,9 +148,6 @@ def classify_flow(browser, server: Server, kiosk: bool, photo: Path = SAMPLE, ti
         start = time.monotonic()
         page.goto(server.link())
         if kiosk:
-            sys.path.insert(0, str(ROOT / "bench"))
-            from bench_kiosk_load import UPLOAD_TAB
-
             page.locator(UPLOAD_TAB).click()
             page.locator("input[type=file]").set_input_files(str(photo))
             page.get_by_text("I think it's a").wait_for()
@@ -237,32 +183,12 @@ def round_trip(browser, log: Path, env: dict[str, str], kiosk: bool, paths: tupl
     return report
 
 
-def launch_browser(pw):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    return pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-
-
-def weights_env(workdir: Path) -> dict[str, str]:
-    """TORCH_HOME's ImageNet file when there is one, else a stand-in Inception v3 of the same shape (offline)."""
-    from dlguide_core.vision.models import imagenet_weights_path
-    from tests.support.standin_weights import standin_imagenet_state
-
-    if imagenet_weights_path().is_file():
-        return {}
-    import torch
-
-    path = workdir / "torch_home" / "hub" / "checkpoints" / imagenet_weights_path().name
-    path.parent.mkdir(parents=True)
-    torch.save(standin_imagenet_state(), path)
-    return {"TORCH_HOME": str(workdir / "torch_home")}
-
-
 def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     reports = []
     with sync_playwright() as pw:
-        browser = launch_browser(pw)
+        browser = launch(pw.chromium)
         for i in range(servers):
             kiosk = i % 2 == 1
             home = workdir / f"home{i}"  # a fresh DLGUIDE_HOME: nothing exported or cached from a previous round
@@ -274,13 +200,10 @@ def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
 
 
 def booth_load(env: dict[str, str], workdir: Path, rounds: int) -> dict:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from bench_kiosk_load import run_load
-
     server = start_server(workdir / "booth.log", {**env, "DLGUIDE_KIOSK": "1", "MALLOC_ARENA_MAX": "2",
                                                   "DLGUIDE_HOME": str(workdir / "booth_home")})
     try:
-        wait_healthy(server)
+        server.wait()
         report = run_load(server.url, server.proc.pid, sessions=10, rounds=rounds,
                           single_rounds=5)
     finally:
@@ -291,21 +214,27 @@ def booth_load(env: dict[str, str], workdir: Path, rounds: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--servers", type=int, default=20)
-    parser.add_argument("--booth-rounds", type=int, default=20, help="rounds of the 10-visitor booth load (0: skip)")
-    args = parser.parse_args()
+    args = parser(__doc__)
+    args.add_argument("--servers", type=int, default=20)
+    args.add_argument("--booth-rounds", type=int, default=20, help="rounds of the 10-visitor booth load (0: skip)")
+    ns = args.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    if ns.quick:  # one fresh full-app server, its first visits and its classify flow; no booth load
+        ns.servers, ns.booth_rounds = 1, 0
     with tempfile.TemporaryDirectory() as tmp:
         env = {"DLGUIDE_OFFLINE": os.environ.get("DLGUIDE_OFFLINE", "1"), **weights_env(Path(tmp))}
         start = time.monotonic()
-        reports = soak(args.servers, env, Path(tmp))
+        reports = soak(ns.servers, env, Path(tmp))
         failed = [r for r in reports if r["problems"]]
         summary = {"servers": len(reports), "failed": len(failed), "soak_s": round(time.monotonic() - start),
                    "first_visit_s_max": max(r.get("first_visit_s", 0) for r in reports),
                    "classify_s_max": max(r.get("classify_s", 0) for r in reports)}
-        if args.booth_rounds:
-            summary["booth_load"] = booth_load(env, Path(tmp), args.booth_rounds)
-    print(json.dumps(summary, indent=2))
+        if ns.booth_rounds:
+            summary["booth_load"] = booth_load(env, Path(tmp), ns.booth_rounds)
+    report(result("bench_first_visit", summary), ns.json)
+    for failure in failed:
+        print(json.dumps(failure)[:3000])
     booth_errors = summary.get("booth_load", {}).get("errors", [])
     return 0 if not failed and not booth_errors else 1
 

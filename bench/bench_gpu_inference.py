@@ -2,7 +2,7 @@
 where it loads), p50 latency and images/s at batch 1/8/32, all in one run, through the same backends the app
 and `python -m dlguide_core bench` use (end to end: host batch in, host logits out).
 
-    .venv/bin/python bench/bench_gpu_inference.py --json results.json    # on the GPU machine
+    .venv/bin/python -m bench.bench_gpu_inference --json results.json    # on the GPU machine
 
 Weights: a random Inception v3 whose classifier is rescaled on the bundled photos (tests/support/standin_weights.py),
 so agreement with eager compares a real probability spread; speed does not depend on the values.
@@ -10,24 +10,20 @@ so agreement with eager compares a real probability spread; speed does not depen
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+import torch
 
-import torch  # noqa: E402
-
-from dlguide_core.inference.backend_base import BackendOptions  # noqa: E402
-from dlguide_core.inference.benchmark import BenchConfig, run_benchmark  # noqa: E402
-from dlguide_core.training.factories import device_name  # noqa: E402
-from dlguide_core.vision.models import IMAGENET_FILENAME, load_model  # noqa: E402
-from tests.support.standin_weights import standin_imagenet_state  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.inference.backend_base import BackendOptions
+from dlguide_core.inference.benchmark import BenchConfig, run_benchmark
+from dlguide_core.training.factories import device_name
+from dlguide_core.vision.models import IMAGENET_FILENAME, load_model
+from tests.support.standin_weights import standin_imagenet_state
 
 ROWS = {
     "eager": ("torch", BackendOptions()),
@@ -63,14 +59,20 @@ def tensorrt_note() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch-sizes", default="1,8,32")
-    parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
-    parser.add_argument("--json", metavar="PATH")
-    parser.add_argument("--device", default="cuda", help="cpu only to check this script quickly")
-    args = parser.parse_args()
+    cli = parser(__doc__)
+    cli.add_argument("--batch-sizes", default="1,8,32")
+    cli.add_argument("--iters", type=int, default=50)
+    cli.add_argument("--warmup", type=int, default=10)
+    cli.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
+    cli.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                     help="cpu only to check this script quickly")
+    args = cli.parse_args()
+    os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+    if args.quick:  # eager, batch 1, two runs; on the CPU where no GPU is visible (a check of the script)
+        args.batch_sizes, args.iters, args.warmup, args.rows = "1", 2, 1, "eager"
+        if not torch.cuda.is_available():
+            print("no GPU visible to PyTorch: --quick checks this script on the CPU (no GPU figure)")
+            args.device = "cpu"
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU visible to PyTorch: this benchmark measures GPU inference", file=sys.stderr)
         return 2
@@ -98,9 +100,8 @@ def main() -> int:
               f"{ratio:.2f} | {r['max_abs_diff']:.2e} | {r['top5_agree']:.2f} |")
     note = tensorrt_note()
     print(f"\nTensorRT provider: {note}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"device": device_name(loaded.device), "torch": torch.__version__,
-                                               "rows": results, "tensorrt": note}, indent=2))
+    report(result("bench_gpu_inference", {"device": device_name(loaded.device), "torch": torch.__version__,
+                                          "rows": results, "tensorrt": note}), args.json)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Inception v3 training images/s on a GPU (CUDA or ROCm): the guide's loop, ours in fp32, ours with AMP +
 channels_last. The guide's recipe: 299 px crops, batch 32, SGD 0.1/0.9/1e-4, CrossEntropy.
 
-    .venv/bin/python bench/bench_gpu_training.py --json results.json      # on the GPU machine
+    .venv/bin/python -m bench.bench_gpu_training --json results.json      # on the GPU machine
 
 Two kinds of data, both generated here (no download):
 - synthetic: a fixed (3, 299, 299) tensor per sample: the data path costs only the collate and the
@@ -17,7 +17,6 @@ the table reports medians and the ratio of each to the guide's loop, all from th
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -25,22 +24,19 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+import numpy as np
+import torch
+from PIL import Image
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from PIL import Image  # noqa: E402
-from torch import nn  # noqa: E402
-from torch.utils.data import DataLoader, Dataset  # noqa: E402
-
-from dlguide_core.data.image_folders import load_data  # noqa: E402
-from dlguide_core.training.factories import EpochSampler, device_name  # noqa: E402
-from dlguide_core.training.loop import build_run, fit  # noqa: E402
-from dlguide_core.training.recipes import get_recipe  # noqa: E402
-from dlguide_core.training.sinks import NullSink  # noqa: E402
-from dlguide_core.vision.models import build_model  # noqa: E402
+from bench.common import parser, report, result, skip
+from dlguide_core.data.image_folders import load_data
+from dlguide_core.training.factories import EpochSampler, device_name
+from dlguide_core.training.loop import build_run, fit
+from dlguide_core.training.recipes import get_recipe
+from dlguide_core.training.sinks import NullSink
+from dlguide_core.vision.models import build_model
 
 CLASSES, SIZE = 200, 299
 ASCEND = {"Ascend 910 (Ascend ModelZoo)": 942.0, "V100 (Ascend ModelZoo)": 770.0}  # Inception v3 training img/s
@@ -69,7 +65,8 @@ def write_tiny_imagenet_shaped(root: Path, per_class: int) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             for i in range(count):
                 small = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)
-                Image.fromarray(small).resize((64, 64), Image.BILINEAR).save(folder / f"{i}.JPEG", quality=90)
+                image = Image.fromarray(small).resize((64, 64), Image.Resampling.BILINEAR)
+                image.save(folder / f"{i}.JPEG", quality=90)
     return root
 
 
@@ -144,15 +141,20 @@ VARIANTS = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--warmup", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
-    parser.add_argument("--json", metavar="PATH", help="also write the results here")
-    parser.add_argument("--device", default="cuda", help="cpu only to check this script quickly")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--batch", type=int, default=32)
+    options.add_argument("--warmup", type=int, default=15)
+    options.add_argument("--steps", type=int, default=60)
+    options.add_argument("--rounds", type=int, default=2)
+    options.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
+    options.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                         help="cpu only to check this script (slowly: Inception v3 at 299 px)")
+    args = options.parse_args()
+    os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+    if args.quick:
+        if args.device == "cuda" and not torch.cuda.is_available():
+            skip("no GPU visible to PyTorch: this benchmark measures GPU training (--device cpu checks it, slowly)")
+        args.batch, args.warmup, args.steps, args.rounds, args.workers = 8, 1, 2, 1, 2
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no GPU visible to PyTorch: this benchmark measures GPU training", file=sys.stderr)
         return 2
@@ -171,26 +173,24 @@ def main() -> int:
                     print(f"  {kind:22s} {name:32s} {value:8.1f} img/s", flush=True)
                     if device.type == "cuda":
                         torch.cuda.empty_cache()
-    report = summarise(results, args, device)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
+    report(result("bench_gpu_training", summarise(results, args, device)), args.json)
     return 0
 
 
 def summarise(results: dict, args: argparse.Namespace, device: torch.device) -> dict:
-    report = {"device": device_name(device), "torch": torch.__version__, "batch": args.batch, "image_size": SIZE,
-              "rounds": args.rounds, "steps": args.steps, "results": {}}
+    figures: dict = {"device": device_name(device), "torch": torch.__version__, "batch": args.batch,
+                     "image_size": SIZE, "rounds": args.rounds, "steps": args.steps, "results": {}}
     print(f"\n| data | variant | images/s (median) | / guide loop | / Ascend 910 ({ASCEND_910:.0f}) | "
           f"/ V100 ({ASCEND_V100:.0f}) |\n|---|---|---|---|---|---|")
     for kind, variants in results.items():
         guide = statistics.median(variants["guide loop, fp32"])
         for name, values in variants.items():
             value = statistics.median(values)
-            report["results"][f"{kind} · {name}"] = {"images_per_s": value, "vs_guide": value / guide,
+            figures["results"][f"{kind} · {name}"] = {"images_per_s": value, "vs_guide": value / guide,
                                                      "runs": values}
             print(f"| {kind} | {name} | {value:.0f} | {value / guide:.3f} | {value / ASCEND_910:.2f} | "
                   f"{value / ASCEND_V100:.2f} |")
-    return report
+    return figures
 
 
 ASCEND_910, ASCEND_V100 = ASCEND.values()

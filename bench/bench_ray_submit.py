@@ -7,15 +7,12 @@ first step a reader of the store sees, and the next run starts once the job's pr
 head is started once (its start-up time is reported apart), on loopback, with its own ports
 (tests/support/ray_cluster.py), and stopped by its process group at the end.
 
-    .venv/bin/python bench/bench_ray_submit.py [--recipe cifar_net] [--rounds 3] [--threads 1|inherit] [--json]
+    .venv/bin/python -m bench.bench_ray_submit [--recipe cifar_net] [--rounds 3] [--threads 1|inherit]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import signal
 import statistics
 import sys
@@ -23,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import parser, report, result
 
 
 def _first_step(store, job_id: str, started: float, timeout: float = 300.0) -> float:
@@ -80,13 +77,14 @@ def _one(executor, store, recipe: str, cfg, options) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipe", default="cifar_net", choices=("cifar_net", "inception_v3"))
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", default="1", help="OMP_NUM_THREADS of both jobs (Ray gives its job 1 unless "
-                        "set: without this the comparison measures thread counts on a busy box); 'inherit' leaves it")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--recipe", default="cifar_net", choices=("cifar_net", "inception_v3"))
+    options.add_argument("--rounds", type=int, default=3)
+    options.add_argument("--threads", default="1", help="OMP_NUM_THREADS of both jobs (Ray gives its job 1 unless "
+                         "set: without this the comparison measures thread counts on a busy box); 'inherit' leaves it")
+    args = options.parse_args()
+    if args.quick:
+        args.rounds = 1
     home = Path(tempfile.mkdtemp(prefix="dlguide-bench-ray-"))
     os.environ.update(DLGUIDE_HOME=str(home), DLGUIDE_OFFLINE="1")
     if args.threads != "inherit":
@@ -95,7 +93,7 @@ def main() -> int:
     from dlguide_core.jobs.executors.ray import RayOptions
     from dlguide_core.jobs.executors.registry import get_executor
     from dlguide_core.jobs.store import JobStore
-    from tests.support.ray_cluster import NO_PROXY, start_head, stop_head
+    from tests.support.ray_cluster import NO_PROXY, ray_available, start_head, stop_head
     from tests.support.toy_data import write_toy_dataset
 
     register_job_kinds()
@@ -105,23 +103,31 @@ def main() -> int:
     extra = {"image_size": 75, "weights": "none"} if args.recipe == "inception_v3" else {}
     cfg = get_recipe(args.recipe).make_config(data=str(data), epochs=1, batch_size=2, workers=0, device="cpu",
                                               max_steps=3, **extra)
+    no_ray = ray_available()
+    if args.quick and no_ray is None:
+        no_ray = "--quick: the local executor only (a Ray head's start is 15 s or more here; tests/jobs run Ray)"
+    if no_ray:
+        print(f"Ray not measured: {no_ray}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # a killed bench still stops its head (finally below)
-    head = start_head()
-    times: dict[str, list[float]] = {"local": [], "ray": []}
+    head = None if no_ray else start_head()
+    times: dict[str, list[float]] = {"local": [], "ray": []} if head else {"local": []}
     try:
         store = JobStore()
         for _ in range(args.rounds):
             times["local"].append(_one(get_executor("local"), store, args.recipe, cfg, None))
-            times["ray"].append(_one(get_executor("ray"), store, args.recipe, cfg, RayOptions(head.address)))
+            if head:
+                times["ray"].append(_one(get_executor("ray"), store, args.recipe, cfg, RayOptions(head.address)))
     finally:
-        stop_head(head)
-    result = {"recipe": args.recipe, "rounds": args.rounds, "omp_num_threads": args.threads,
-              "ray_head_start_s": round(head.startup_s, 1),
-              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-              **{f"{name}_first_step_s": {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
-                                          "max": round(max(v), 2)} for name, v in times.items()}}
-    result["ray_over_local"] = round(result["ray_first_step_s"]["median"] / result["local_first_step_s"]["median"], 2)
-    print(json.dumps(result, indent=None if args.json else 2))
+        if head:
+            stop_head(head)
+    figures: dict[str, object] = {
+        "recipe": args.recipe, "rounds": args.rounds, "omp_num_threads": args.threads,
+        "ray_head_start_s": round(head.startup_s, 1) if head else None,
+        **{f"{name}_first_step_s": {"median": round(statistics.median(v), 2), "min": round(min(v), 2),
+                                    "max": round(max(v), 2)} for name, v in times.items()}}
+    if head:
+        figures["ray_over_local"] = round(statistics.median(times["ray"]) / statistics.median(times["local"]), 2)
+    report(result("bench_ray_submit", figures), args.json)
     return 0
 
 

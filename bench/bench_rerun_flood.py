@@ -6,33 +6,31 @@ the last probe that took over 1 s was answered (0 when none did). Servers, one a
 a bare Streamlit app (`streamlit run` of a one-line page), dlguide's full app (serve.py, with its token's cookie)
 and dlguide's booth (serve.py with DLGUIDE_KIOSK=1, public).
 
-    .venv/bin/python bench/bench_rerun_flood.py [--floods 100,300] [--json out.json]
+    .venv/bin/python -m bench.bench_rerun_flood [--floods 100,300] [--json out.json]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ClientState_pb2 import ClientState
 
-from bench_first_visit import free_port, weights_env  # noqa: E402
-from bench_kiosk_load import BoothSession  # noqa: E402
-from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
-from streamlit.proto.ClientState_pb2 import ClientState  # noqa: E402
-
-import serve  # noqa: E402 - the launcher
-from web.token_gate import TOKEN_ENV, cookie_name, cookie_value, new_token  # noqa: E402
+import serve
+from bench.common import parser, report, result
+from tests.support.paths import ROOT
+from tests.support.ports import free_port
+from tests.support.servers import bare_command, stop_process
+from tests.support.standin_weights import weights_env
+from tests.support.visitors import BoothSession
+from web.token_gate import TOKEN_ENV, cookie_name, cookie_value, new_token
 
 BARE_APP = 'import streamlit as st\n\nst.title("bare")\nst.button("Press", key="press")\n'
 
@@ -82,8 +80,7 @@ def start(kind: str, port: int, workdir: Path, env: dict[str, str]) -> tuple[sub
     if kind == "bare":
         app = workdir / "bare.py"
         app.write_text(BARE_APP)
-        command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
-                   "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+        command = bare_command(app, port)
     else:
         command = serve.command(port)
         full_env["DLGUIDE_KIOSK"] = "1" if kind == "booth" else ""
@@ -96,31 +93,27 @@ def start(kind: str, port: int, workdir: Path, env: dict[str, str]) -> tuple[sub
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--floods", default="100,300")
-    parser.add_argument("--kinds", default="bare,app,booth")
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser(__doc__)
+    args.add_argument("--floods", default="100,300")
+    args.add_argument("--kinds", default="bare,app,booth")
+    ns = args.parse_args()
+    if ns.quick:  # one flood of 20 messages on a bare Streamlit server
+        ns.floods, ns.kinds = "20", "bare"
     rows = []
     with tempfile.TemporaryDirectory(prefix="dlguide-flood-") as tmp:
         workdir = Path(tmp)
         env = {"DLGUIDE_OFFLINE": "1", **weights_env(workdir)}
-        for kind in args.kinds.split(","):
-            for count in (int(n) for n in args.floods.split(",")):
+        for kind in ns.kinds.split(","):
+            for count in (int(n) for n in ns.floods.split(",")):
                 port = free_port()
                 proc, cookie = start(kind, port, workdir, env)  # a fresh server per flood
                 try:
                     row = {"server": kind, **flood(f"http://127.0.0.1:{port}", count, cookie)}
                 finally:
-                    proc.terminate()
-                    try:
-                        proc.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
+                    stop_process(proc)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    report(result("bench_rerun_flood", {"rows": rows}), ns.json)
     return 0
 
 

@@ -5,15 +5,13 @@ then, alternating, submits the same small cifar_net job through the CLI (`train 
 with `--executor slurm`, and times from the submit command's start to the first step row in the job store
 (what the Train page's 1 s live view then draws), and to the job's end. Medians over the rounds.
 
-    .venv/bin/python bench/bench_slurm_first_step.py [--rounds 3] [--json]    (root: Slurm needs munged)
+    .venv/bin/python -m bench.bench_slurm_first_step [--rounds 3]    (root: Slurm needs munged)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -21,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from dlguide_core.jobs.executors import tracking  # noqa: E402
-from dlguide_core.jobs.store import JobStore  # noqa: E402
-from tests.support import slurm  # noqa: E402
-from tests.support.toy_data import write_toy_dataset  # noqa: E402
+from bench.common import parser, report, result, skip
+from dlguide_core.jobs.executors import tracking
+from dlguide_core.jobs.store import JobStore
+from tests.support import slurm
+from tests.support.paths import ROOT
+from tests.support.toy_data import write_toy_dataset
 
 
 def one_job(executor: str, data: Path, home: Path) -> dict[str, float]:
@@ -54,13 +52,16 @@ def one_job(executor: str, data: Path, home: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=3)
+    args = options.parse_args()
     if reason := slurm.missing_reason():
+        if args.quick:
+            skip(f"no Slurm here: {reason}")
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
+    if args.quick:
+        args.rounds = 1
     work = Path(tempfile.mkdtemp(prefix="bench_slurm_"))
     cluster = slurm.start_cluster(work / "slurm")
     os.environ.update(cluster.env)
@@ -74,15 +75,11 @@ def main() -> int:
         cluster.stop()
     summary = {name: {key: statistics.median(r[key] for r in runs) for key in ("submit_s", "first_step_s", "end_s")}
                | {"succeeded": sum(r["ok"] for r in runs), "runs": len(runs)} for name, runs in results.items()}
-    summary["machine"] = f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
     for name in ("local", "slurm"):
         s = summary[name]
         print(f"{name:<6} submit {s['submit_s']:.1f} s  first step {s['first_step_s']:.1f} s  end {s['end_s']:.1f} s"
               f"  ({s['succeeded']}/{s['runs']} succeeded)")
-    print(summary["machine"])
+    report(result("bench_slurm_first_step", {**summary, "loadavg_1min": os.getloadavg()[0]}), args.json)
     return 0
 
 

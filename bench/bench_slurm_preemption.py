@@ -8,16 +8,14 @@ line, to the second), the job back in the store as running (the requeued run too
 step row. Steps redone = the steps recorded before the preemption past the checkpoint it resumed from (rows are
 trimmed and run again): 0 when the stop checkpointed. Medians over the rounds.
 
-    .venv/bin/python bench/bench_slurm_preemption.py [--rounds 3] [--json]    (root: Slurm needs munged)
+    .venv/bin/python -m bench.bench_slurm_preemption [--rounds 3]    (root: Slurm needs munged)
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -25,13 +23,12 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from dlguide_core.cli.main import main as cli  # noqa: E402
-from dlguide_core.jobs.executors import tracking  # noqa: E402
-from dlguide_core.jobs.store import JobStore  # noqa: E402
-from tests.support import slurm  # noqa: E402
-from tests.support.toy_data import write_toy_dataset  # noqa: E402
+from bench.common import parser, report, result, skip
+from dlguide_core.cli.main import main as cli
+from dlguide_core.jobs.executors import tracking
+from dlguide_core.jobs.store import JobStore
+from tests.support import slurm
+from tests.support.toy_data import write_toy_dataset
 
 STEPS_BEFORE, MAX_STEPS = 20, 200
 
@@ -46,21 +43,27 @@ def _wait(predicate, timeout: float = 600, every: float = 0.05):  # noqa: ANN001
     raise TimeoutError("waited too long")
 
 
-def one_round(cluster: slurm.SlurmCluster, data: Path) -> dict[str, float]:
+def _last_step(store: JobStore, job_id: str) -> int:
+    row = store.last_step(job_id)
+    return row["step"] if row else 0
+
+
+def one_round(cluster: slurm.SlurmCluster, data: Path, steps_before: int = STEPS_BEFORE,
+              max_steps: int = MAX_STEPS) -> dict[str, float]:
     out = io.StringIO()
     with redirect_stdout(out):
         cli(["train", "--recipe", "cifar_net", "--data", str(data), "--epochs", "1000", "--max-steps",
-             str(MAX_STEPS), "--batch-size", "2", "--workers", "2", "--device", "cpu", "--partition", "low",
+             str(max_steps), "--batch-size", "2", "--workers", "2", "--device", "cpu", "--partition", "low",
              "--executor", "slurm", "--detach", "--json"])
     store, job_id = JobStore(), json.loads(out.getvalue())["job_id"]
-    _wait(lambda: (store.last_step(job_id) or {}).get("step", 0) >= STEPS_BEFORE)
+    _wait(lambda: _last_step(store, job_id) >= steps_before)
     started, wall = time.monotonic(), time.time()
     cluster.command("sbatch", "--parsable", "-p", "high", "-c", str(slurm.NODE_CPUS), "-o", "/dev/null", "--wrap",
                     "sleep 1")
     back = _wait(lambda: store.get(job_id, refresh=False).restarts >= 1) and time.monotonic() - started
     resumed_from = store.get(job_id, refresh=False).checkpoint_step or 0
     before = {r for r in store.steps(job_id)["step"] if r <= resumed_from}
-    first = _wait(lambda: (store.last_step(job_id) or {}).get("step", 0) > resumed_from) and time.monotonic() - started
+    first = _wait(lambda: _last_step(store, job_id) > resumed_from) and time.monotonic() - started
     _wait(lambda: tracking.sync(store) is not None and store.get(job_id).status not in ("queued", "running"))
     job = store.get(job_id)
     steps = store.steps(job_id)["step"]
@@ -71,39 +74,40 @@ def one_round(cluster: slurm.SlurmCluster, data: Path) -> dict[str, float]:
     stopped_at = int(note.rsplit(" ", 1)[-1]) if note.rsplit(" ", 1)[-1].isdigit() else resumed_from
     store.close()
     return {"term_s": term_s, "back_s": back, "first_step_s": first, "steps_redone": stopped_at - resumed_from,
-            "ok": job.status == "succeeded" and steps == list(range(1, MAX_STEPS + 1)) and len(before) >= 1,
+            "ok": job.status == "succeeded" and steps == list(range(1, max_steps + 1)) and len(before) >= 1,
             "restarts": job.restarts}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=3)
+    args = options.parse_args()
     if reason := slurm.missing_reason():
+        if args.quick:
+            skip(f"no Slurm here: {reason}")
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
+    steps_before, max_steps = (5, 40) if args.quick else (STEPS_BEFORE, MAX_STEPS)
+    if args.quick:
+        args.rounds = 1
     work = Path(tempfile.mkdtemp(prefix="bench_slurm_preempt_"))
     cluster = slurm.start_cluster(work / "slurm")
     os.environ.update(cluster.env)
     os.environ["DLGUIDE_HOME"] = str(work / "home")
     data = write_toy_dataset(work / "toy", classes=3, per_class=8, val_per_class=1)
     try:
-        runs = [one_round(cluster, data) for _ in range(args.rounds)]
+        runs = [one_round(cluster, data, steps_before, max_steps) for _ in range(args.rounds)]
     finally:
         cluster.stop()
     summary = {key: statistics.median(r[key] for r in runs) for key in ("term_s", "back_s", "first_step_s")}
     summary |= {"steps_redone_max": max(r["steps_redone"] for r in runs), "succeeded": sum(r["ok"] for r in runs),
-                "runs": len(runs), "grace_s": slurm.GRACE_S,
-                "machine": f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"}
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return 0
+                "runs": len(runs), "grace_s": slurm.GRACE_S, "loadavg_1min": os.getloadavg()[0]}
     print(f"preemption (high job submitted) -> TERM {summary['term_s']:.0f} s, job taken back "
           f"{summary['back_s']:.1f} s, first step after resume {summary['first_step_s']:.1f} s "
           f"(medians of {len(runs)}, GraceTime {slurm.GRACE_S}); steps redone past the checkpoint: "
           f"{summary['steps_redone_max']}; "
           f"{summary['succeeded']}/{len(runs)} succeeded with each step once")
+    report(result("bench_slurm_preemption", summary), args.json)
     return 0
 
 

@@ -1,11 +1,11 @@
 """The job store on PostgreSQL beside SQLite (issue 19), in one run on this machine.
 
-    .venv/bin/python bench/bench_store_backends.py [--quick]
+    .venv/bin/python -m bench.bench_store_backends [--quick]
 
 Starts a throwaway PostgreSQL server (tests/support/postgres.py: needs root and Debian's postgresql)
 and measures on each backend:
-1. streaming overhead per training step (bench_training.streaming_overhead: a real cifar_net loop);
-2. end of a step to readable by another process, p50/p95 (bench_training.readable_latency);
+1. streaming overhead per training step (tests/support/training_timing.py: a real cifar_net loop);
+2. end of a step to readable by another process, p50/p95 (training_timing.readable_latency);
 3. the Train page at 100,000 steps: the first full read, and a refresh (the cache check `has_step`
    plus the new rows, `steps(after=...)`, then the figures), medians of 20;
 4. the CLI's light commands' start-up and peak RSS (bench/bench_cli_startup.py, in a fresh process).
@@ -13,7 +13,6 @@ and measures on each backend:
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -22,17 +21,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.support.postgres import PostgresServer, unavailable_reason  # noqa: E402
+from bench.common import parser, report, result, skip
+from tests.support.paths import ROOT
+from tests.support.postgres import PostgresServer, unavailable_reason
+from tests.support.training_timing import figures, readable_latency, streaming_overhead
 
 
 def page_reads(steps: int, rounds: int = 20) -> dict[str, float]:
     """What the Train page asks of the store at `steps` steps, medians in seconds: the first full
     read, a refresh's reads (the cache check `has_step` plus the new rows, `steps(after=...)`), and
-    the whole refresh (those reads plus the page's figures, bench_training_view.figures)."""
-    from bench.bench_training_view import figures
+    the whole refresh (those reads plus the page's figures, training_timing.figures)."""
     from dlguide_core.jobs.store import JobStore
 
     store = JobStore()
@@ -63,42 +61,44 @@ def cli_startup(url: str | None) -> str:
     process: a child forked from this one (torch loaded) would report this process's memory as its peak."""
     env = {k: v for k, v in os.environ.items() if k != "DLGUIDE_STORE_URL"}
     env.update({"DLGUIDE_STORE_URL": url} if url else {})
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_cli_startup.py"), "--repeat", "5"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "bench.bench_cli_startup", "--repeat", "5"], cwd=ROOT,
                           env=env, capture_output=True, text=True, check=True)
     return done.stdout[done.stdout.index("| command"):]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args = parser(__doc__).parse_args()
     if (reason := unavailable_reason()) is not None:
+        if args.quick:
+            skip(f"no PostgreSQL here: {reason}")
         raise SystemExit(reason)
     server = PostgresServer().start()
     try:
         backends = {"sqlite": None, "postgresql": server.create_database()}
         home = Path(tempfile.mkdtemp(prefix="bench-store-"))
         os.environ["DLGUIDE_HOME"] = str(home)
-        from bench.bench_training import readable_latency, streaming_overhead
         from tests.support.toy_data import write_toy_dataset
 
-        data = write_toy_dataset(home / "toy", classes=10, per_class=40 if args.quick else 100, val_per_class=2)
+        data = write_toy_dataset(home / "toy", classes=10, per_class=10 if args.quick else 100, val_per_class=2)
         reads = {}
         for name, url in backends.items():
             if url:
                 os.environ["DLGUIDE_STORE_URL"] = url
             print(f"--- {name}")
-            streaming_overhead(data, 2 if args.quick else 6)
-            readable_latency(100 if args.quick else 300, 0.02)
-            reads[name] = page_reads(100_000)
-            print(f"Train page at 100,000 steps: first read {reads[name]['full'] * 1e3:.0f} ms; refresh "
+            streaming_overhead(data, 1 if args.quick else 6)
+            readable_latency(20 if args.quick else 300, 0.02)
+            steps = 2_000 if args.quick else 100_000
+            reads[name] = page_reads(steps, 3 if args.quick else 20)
+            print(f"Train page at {steps:,} steps: first read {reads[name]['full'] * 1e3:.0f} ms; refresh "
                   f"{reads[name]['refresh'] * 1e3:.0f} ms, of which store reads {reads[name]['reads'] * 1e3:.1f} ms")
             if url:
                 server.psql("DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION dlguide_test",
                             db=url.rsplit("/", 1)[1])  # a store with only the start-up bench's job
-            print(cli_startup(url))
+            if not args.quick:  # the CLI's start-up: fresh processes, tens of seconds
+                print(cli_startup(url))
         sqlite, postgres = reads["sqlite"], reads["postgresql"]
         print("PostgreSQL / SQLite: " + ", ".join(f"{k} {postgres[k] / sqlite[k]:.2f}x" for k in sqlite))
+        report(result("bench_store_backends", {"page_reads_s": reads}), args.json)
     finally:
         server.close()
 

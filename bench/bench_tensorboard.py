@@ -13,12 +13,13 @@ here (jobs: every 2 s), so its writes land inside the timed steps, a harsher cas
 
 from __future__ import annotations
 
-import argparse
+import functools
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from bench.common import alternate, parser, report, result
 from dlguide_core.jobs.store import JobStore, db_path
 from dlguide_core.jobs.store_sink import StoreSink
 from dlguide_core.jobs.tensorboard_export import job_sink
@@ -57,24 +58,27 @@ def one_round(data: Path, store: JobStore, batch_size: int, with_tensorboard: bo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--images", type=int, default=600, help="training images (toy data, 32x32)")
-    parser.add_argument("--batch-size", type=int, default=4)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    options = parser(__doc__)
+    options.add_argument("--rounds", type=int, default=20)
+    options.add_argument("--images", type=int, default=600, help="training images (toy data, 32x32)")
+    options.add_argument("--batch-size", type=int, default=4)
+    args = options.parse_args()
+    if args.quick:
+        args.rounds, args.images = 2, 80
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
         data = write_toy_dataset(tmp / "toy", classes=4, per_class=args.images // 4, val_per_class=4)
         store = JobStore(db_path(tmp))
         one_round(data, store, args.batch_size, True, tmp / "tb")  # warm-up: imports, allocator, caches
-        ratios, pairs = [], []
-        for r in range(args.rounds):
-            order = (False, True) if r % 2 == 0 else (True, False)  # alternate who goes first
-            times = {flag: one_round(data, store, args.batch_size, flag, tmp / "tb") for flag in order}
-            ratios.append(times[True] / times[False])
-            pairs.append((times[False], times[True]))
-            print(f"round {r + 1}: step without {1e3 * times[False]:.3f} ms, with TensorBoard "
-                  f"{1e3 * times[True]:.3f} ms -> {ratios[-1]:.3f}")
+        def tell(r: int, times: dict[str, list[float]]) -> None:
+            print(f"round {r + 1}: step without {1e3 * times['without'][r]:.3f} ms, with TensorBoard "
+                  f"{1e3 * times['with'][r]:.3f} ms -> {times['with'][r] / times['without'][r]:.3f}")
+
+        times = alternate({name: functools.partial(one_round, data, store, args.batch_size, name == "with",
+                                                   tmp / "tb") for name in ("without", "with")},
+                          args.rounds, on_round=tell)
+        pairs = list(zip(times["without"], times["with"]))
+        ratios = [b / a for a, b in pairs]
         print(f"step time with/without TensorBoard: median ratio {statistics.median(ratios):.3f} "
               f"over {args.rounds} rounds (batch {args.batch_size}, {args.images} images, 1 epoch per run)")
         fastest = min(min(p) for p in pairs)  # quiet rounds: neither variant slowed by the neighbours
@@ -82,6 +86,8 @@ def main() -> None:
         if quiet:
             print(f"quiet rounds only (both steps within 1.5x of the fastest): median ratio "
                   f"{statistics.median(quiet):.3f} over {len(quiet)} rounds")
+        report(result("bench_tensorboard", {"median_ratio_with_over_without": statistics.median(ratios),
+                                            "rounds": args.rounds, "batch_size": args.batch_size}), args.json)
 
 
 if __name__ == "__main__":

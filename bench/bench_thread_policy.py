@@ -1,6 +1,6 @@
 """Eager PyTorch batch-1 latency, quiet and with a training job on the host, under each thread policy, one run.
 
-    .venv/bin/python bench/bench_thread_policy.py --data DIR [--policies off,default] [--rounds 3] [--iters 15]
+    .venv/bin/python -m bench.bench_thread_policy --data DIR [--policies off,default] [--rounds 3] [--iters 15]
 
 A policy is the environment both processes start with: "off" sets DLGUIDE_THREAD_POLICY=off (dlguide decides
 nothing: the runtimes' own defaults, i.e. dlguide before dlguide_core.threads), "default" leaves dlguide's
@@ -18,7 +18,6 @@ that round.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import statistics
@@ -28,7 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import parser, report, result
+from tests.support.paths import ROOT
+from tests.support.toy_data import write_toy_dataset
+
 TIMER = """
 import sys, time
 from dlguide_core import threads
@@ -100,13 +102,20 @@ def load() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n\n")[0])
-    parser.add_argument("--data", required=True, help="a prepared tiny-imagenet folder (prepare tiny-imagenet DIR)")
-    parser.add_argument("--policies", default="off,default", help="comma-separated: off, default, PASSIVE, ACTIVE")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--iters", type=int, default=15)
-    parser.add_argument("--settle", type=float, default=30.0, help="seconds between starting the job and timing")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--data", help="a prepared tiny-imagenet folder (prepare tiny-imagenet DIR); required but "
+                                        "for --quick, which trains on a toy folder")
+    options.add_argument("--policies", default="off,default", help="comma-separated: off, default, PASSIVE, ACTIVE")
+    options.add_argument("--rounds", type=int, default=3)
+    options.add_argument("--iters", type=int, default=15)
+    options.add_argument("--settle", type=float, default=30.0, help="seconds between starting the job and timing")
+    args = options.parse_args()
+    if args.quick:  # dlguide's policy, one round of 2 forwards, 5 s after the job's start, on a toy folder
+        args.policies, args.rounds, args.iters, args.settle = "default", 1, 2, 5.0
+        args.data = args.data or str(write_toy_dataset(Path(tempfile.mkdtemp(prefix="bench-toy-")) / "toy"))
+    elif not args.data:
+        options.error("--data is required (a prepared tiny-imagenet folder)")
+    rows: list[dict[str, object]] = []
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, "
           f"`{' '.join(sys.argv)}`\n")
@@ -123,6 +132,7 @@ def main() -> None:
                     quiet[p] = timers[p].p50(args.iters)
                     print(f"| {rnd} | {p} | {timers[p].threads} | quiet | {quiet[p]:.0f} | 1.0 | {before} |",
                           flush=True)
+                    rows.append({"round": rnd, "policy": p, "host": "quiet", "p50_ms": quiet[p]})
                 for p in policies:
                     job = start_training(envs[p], args.data)
                     try:
@@ -136,9 +146,11 @@ def main() -> None:
                         stop(job)
                     print(f"| {rnd} | {p} | {timers[p].threads} | 1 training job | {busy:.0f} | "
                           f"{busy / quiet[p]:.1f} | {before} |", flush=True)
+                    rows.append({"round": rnd, "policy": p, "host": "1 training job", "p50_ms": busy})
         finally:
             for timer in timers.values():
                 timer.close()
+    report(result("bench_thread_policy", {"rows": rows}), args.json)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,16 @@
 """What a browser tab watching a running job costs its own machine: chromium's CPU on /train while a job trains.
 
-    .venv/bin/python bench/bench_train_page_browser.py [--windows 3] [--seconds 30] [--warm-s 60]
+    .venv/bin/python -m bench.bench_train_page_browser [--windows 3] [--seconds 30] [--warm-s 60]
 
 A server started as `make run` starts it (tests.support.servers.start_served: serve.py, its token), a cifar_net job
 started through the CLI on a small generated ImageFolder (2 DataLoader workers, running for the whole bench), and
 headless Debian chromium (the tests' flags, a 1400x1000 window) on /train once the job has streamed for `--warm-s`.
 Each window reads the CPU time of chromium's processes (psutil, the browser and every child) over `--seconds`; an
-idle Classify tab is measured the same way for comparison. Prints one JSON object: percent of one core per window.
+idle Classify tab is measured the same way for comparison. Reports percent of one core per window.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,12 +21,11 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.conftest import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402 - the tests' browser and flags
-from tests.support.servers import start_served  # noqa: E402 - `make run`'s command line, with its token
-from tests.support.toy_data import write_toy_dataset  # noqa: E402
+from bench.common import parser, report, result, skip
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.paths import ROOT
+from tests.support.servers import start_served  # `make run`'s command line, with its token
+from tests.support.toy_data import write_toy_dataset
 
 
 def chromium_cpu(root: psutil.Process) -> float:
@@ -57,13 +55,15 @@ def watch(browser, url: str, windows: int, seconds: float) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--windows", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--warm-s", type=float, default=60.0, help="steps streamed before the first window")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--windows", type=int, default=3)
+    options.add_argument("--seconds", type=float, default=30.0)
+    options.add_argument("--warm-s", type=float, default=60.0, help="steps streamed before the first window")
+    args = options.parse_args()
     if CHROMIUM is None:
-        sys.exit("Debian chromium is needed (apt-get install chromium)")
+        skip(MISSING)
+    if args.quick:  # one 2 s window each, 3 s after the job's start
+        args.windows, args.seconds, args.warm_s = 1, 2.0, 3.0
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="bench_train_browser_"))
@@ -77,7 +77,7 @@ def main() -> None:
     try:
         time.sleep(args.warm_s)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            browser = launch(pw.chromium)
             watching = watch(browser, served.link("/train"), args.windows, args.seconds)
             idle = watch(browser, served.link("/classify"), args.windows, args.seconds)
             browser.close()
@@ -85,8 +85,9 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "dlguide_core", "jobs", "cancel", job_id], cwd=ROOT, env=env,
                        capture_output=True, check=False)
         served.stop()
-    print(json.dumps({"job_id": job_id, "train_page_running_job_pct_core": watching,
-                      "classify_page_idle_pct_core": idle, "window_s": args.seconds, "cores": os.cpu_count()}))
+    report(result("bench_train_page_browser", {
+        "job_id": job_id, "train_page_running_job_pct_core": watching, "classify_page_idle_pct_core": idle,
+        "window_s": args.seconds, "cores": os.cpu_count()}), args.json)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ as `make run` starts it (serve.command):
 - time from clicking Start to the page's answer about the new job (queued/running);
 - every host the page asked for (only the app's own is allowed: offline and private).
 
-    .venv/bin/python bench/bench_train_page_idle.py [--idle 30] [--data DIR]
+    .venv/bin/python -m bench.bench_train_page_idle [--idle 30] [--data DIR]
 
 Without --data a small generated ImageFolder is served; --data copies DIR (e.g. ../shared/data/tiny-imagenet-10,
 prepared or not) into a fresh data root.
@@ -14,46 +14,30 @@ prepared or not) into a fresh data root.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.support.servers import AppURL, start_served  # noqa: E402 - `make run`'s command line, with its token
-
-CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
+from bench.common import parser, report, result, skip
+from tests.support.accounting import cpu_s
+from tests.support.chromium import CHROMIUM, MISSING, launch
+from tests.support.jobs import cancel_active
+from tests.support.servers import AppURL, start_served  # `make run`'s command line, with its token
+from tests.support.toy_data import write_toy_dataset
 
 
 @dataclass
-class Result:
+class PageFigures:
     idle_cpu_share: float = float("nan")  # of one core, over the idle window
     first_chart_s: float = float("nan")  # a fresh server's first visit
     warm_chart_s: float = float("nan")  # back to Train from another page
     start_answer_s: float = float("nan")
     start_answer: str = ""
     hosts: set[str] = field(default_factory=set)
-
-
-def write_image_folder(root: Path, classes: int = 2, per_class: int = 8) -> None:
-    """A tiny ImageFolder (train/ and val/ class folders of 32x32 PNGs)."""
-    from PIL import Image
-
-    for split, count in (("train", per_class), ("val", 2)):
-        for c in range(classes):
-            folder = root / split / f"class_{c}"
-            folder.mkdir(parents=True, exist_ok=True)
-            for i in range(count):
-                Image.new("RGB", (32, 32), (40 * c, 7 * i, 128)).save(folder / f"{i}.png")
 
 
 def seed_finished_job(home: Path) -> str:
@@ -77,39 +61,34 @@ def seed_finished_job(home: Path) -> str:
     return job.id
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def measure(url: AppURL, pid: int, idle_s: float, chromium: str, *, start_job: bool = True) -> Result:
+def measure(url: AppURL, pid: int, idle_s: float, *, start_job: bool = True) -> PageFigures:
     from playwright.sync_api import sync_playwright
 
-    result = Result()
+    figures = PageFigures()
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        browser = launch(pw.chromium)
         page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
         page.set_default_timeout(120_000)
-        page.on("request", lambda request: result.hosts.add(request.url.split("/")[2]))
+        page.on("request", lambda request: figures.hosts.add(request.url.split("/")[2]))
         began = time.perf_counter()
         page.goto(url.link("/train"))  # the first visit carries the token (issue 33)
         page.locator(".js-plotly-plot").first.wait_for()
-        result.first_chart_s = time.perf_counter() - began
+        figures.first_chart_s = time.perf_counter() - began
         page.get_by_role("link", name="Devices").click()
         page.get_by_text("Devices").first.wait_for()
         page.wait_for_timeout(3000)
         began = time.perf_counter()
         page.get_by_role("link", name="Train").click()
         page.locator(".js-plotly-plot").first.wait_for()
-        result.warm_chart_s = time.perf_counter() - began
+        figures.warm_chart_s = time.perf_counter() - began
         page.wait_for_timeout(3000)  # let the first run's stragglers (fonts, media) finish
-        before, t0 = cpu_seconds(pid), time.perf_counter()
+        before, t0 = cpu_s(pid, children=False), time.perf_counter()
         page.wait_for_timeout(idle_s * 1000)
-        result.idle_cpu_share = (cpu_seconds(pid) - before) / (time.perf_counter() - t0)
+        figures.idle_cpu_share = (cpu_s(pid, children=False) - before) / (time.perf_counter() - t0)
         if start_job:
-            result.start_answer_s, result.start_answer = start_a_job(page)
+            figures.start_answer_s, figures.start_answer = start_a_job(page)
         browser.close()
-    return result
+    return figures
 
 
 def start_a_job(page) -> tuple[float, str]:
@@ -128,55 +107,41 @@ def start_a_job(page) -> tuple[float, str]:
     return time.perf_counter() - began, answer.inner_text()
 
 
-def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = True) -> Result:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("Debian chromium is needed (apt-get install chromium)")
+def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = True) -> PageFigures:
     with tempfile.TemporaryDirectory(prefix="dlguide-bench-train-") as tmp:
         roots, home = Path(tmp) / "roots", Path(tmp) / "home"
         if data is not None:
             shutil.copytree(data, roots / data.name)
         else:
-            write_image_folder(roots / "toy")
+            write_toy_dataset(roots / "toy", classes=2, per_class=8)
         seed_finished_job(home)
         env = {"DLGUIDE_HOME": str(home), "DLGUIDE_DATA_ROOTS": str(roots), "DLGUIDE_OFFLINE": "1",
                "DLGUIDE_MAX_JOBS": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
         server = start_served(Path(tmp) / "server.log", env)
         try:
-            return measure(server.url, server.proc.pid, idle_s, chromium, start_job=start_job)
+            return measure(server.url, server.proc.pid, idle_s, start_job=start_job)
         finally:
             server.stop()
-            stop_jobs(home)
-
-
-def stop_jobs(home: Path) -> None:
-    """Cancel what the bench started, so it does not load the machine after it."""
-    from dlguide_core.jobs.store import ACTIVE, JobError, JobStore
-
-    store = JobStore(home / "jobs.db")
-    for job in store.list_jobs():
-        if job.status in ACTIVE:
-            try:
-                store.request_cancel(job.id)
-            except JobError:
-                continue
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(j.status == "running" for j in store.list_jobs()):
-        time.sleep(0.5)
-    store.close()
+            cancel_active(home)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--idle", type=float, default=30.0, help="seconds the page stays open and idle")
-    parser.add_argument("--data", type=Path, help="a dataset folder to copy into the data root")
-    args = parser.parse_args()
-    result = serve_and_measure(args.idle, args.data)
-    print(f"| server CPU, Train page open and idle ({args.idle:.0f} s) | {result.idle_cpu_share:.1%} of a core |")
-    print(f"| /train to the first chart, fresh server | {result.first_chart_s:.1f} s |")
-    print(f"| back to Train from Devices: first chart | {result.warm_chart_s:.1f} s |")
-    print(f"| Start to the page's answer | {result.start_answer_s:.1f} s ({result.start_answer!r}) |")
-    print(f"| hosts asked | {', '.join(sorted(result.hosts))} |")
+    options = parser(__doc__)
+    options.add_argument("--idle", type=float, default=30.0, help="seconds the page stays open and idle")
+    options.add_argument("--data", type=Path, help="a dataset folder to copy into the data root")
+    args = options.parse_args()
+    if CHROMIUM is None:
+        skip(MISSING)
+    if args.quick:
+        args.idle = 2.0
+    figures = serve_and_measure(args.idle, args.data)
+    print(f"| server CPU, Train page open and idle ({args.idle:.0f} s) | {figures.idle_cpu_share:.1%} of a core |")
+    print(f"| /train to the first chart, fresh server | {figures.first_chart_s:.1f} s |")
+    print(f"| back to Train from Devices: first chart | {figures.warm_chart_s:.1f} s |")
+    print(f"| Start to the page's answer | {figures.start_answer_s:.1f} s ({figures.start_answer!r}) |")
+    print(f"| hosts asked | {', '.join(sorted(figures.hosts))} |")
+    report(result("bench_train_page_idle", {**asdict(figures), "hosts": sorted(figures.hosts),
+                                            "idle_s": args.idle}), args.json)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,26 @@
 """The Train page's dataset scan (issue 18 point 11): a full scan of a data root with N class folders, against what
 a rerun costs now that the scan is cached on the roots' mtimes (ui.dataset_picker.roots_signature).
 
-    .venv/bin/python bench/bench_train_page_scan.py [--classes 20000]
+    .venv/bin/python -m bench.bench_train_page_scan [--classes 20000]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from dlguide_core.data import image_folders  # noqa: E402 - after the project root is importable
-from ui.dataset_picker import roots_signature  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.data import image_folders
+from ui.dataset_picker import roots_signature
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--classes", type=int, default=20000, help="class folders in train/ and in val/")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--classes", type=int, default=20000, help="class folders in train/ and in val/")
+    args = options.parse_args()
+    if args.quick:
+        args.classes = 200
     with tempfile.TemporaryDirectory(prefix="dlguide-bench-scan-") as tmp:
         root = Path(tmp) / "roots"
         for split in ("train", "val"):
@@ -39,6 +37,8 @@ def main() -> None:
         signature = (time.perf_counter() - began) / 10
     print(f"| {args.classes:,} class folders | full scan {scan:.2f} s | cached rerun (signature) "
           f"{signature * 1e3:.2f} ms |")
+    report(result("bench_train_page_scan", {"classes": args.classes, "full_scan_s": scan,
+                                            "cached_rerun_ms": signature * 1e3}), args.json)
 
 
 if __name__ == "__main__":

@@ -1,157 +1,117 @@
-"""Benchmarks of the training jobs (issue 3). Run: .venv/bin/python bench/bench_training.py [--quick]
+"""Benchmarks of the training jobs (issue 3), on the job store of DLGUIDE_HOME (SQLite):
+
+    .venv/bin/python -m bench.bench_training [--quick]
 
 1. streaming overhead: per-step time with the StoreSink over a NullSink (same run, interleaved)
 2. latency from the end of a step to its row being readable by another process (p50/p95)
-3. images/s of our loop over the guide's loop, identical settings (cifar_net, batch 4)
+3. images/s of our loop over the guide's loop, identical settings (cifar_net, batch 4, SGD 0.001/0.9, 2 workers)
 4. the Train page's live-view redraw at 100,000 stored steps
+
+Our loop against the guide's: the guide's loop is transcribed from its CIFAR-10 section: a fresh
+DataLoader(shuffle=True, num_workers=2) iterated each epoch, zero_grad / forward / backward / step, `running_loss +=
+loss.item()` and a print every 2000 mini-batches. Ours is `training.loop.fit` with a NullSink.
+
+bench/bench_store_backends.py runs 1, 2 and 4 (tests/support/training_timing.py) on PostgreSQL beside SQLite.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
 
-import torch  # noqa: E402
+from bench.common import parser, report, result
+from dlguide_core.data.image_folders import load_data
+from dlguide_core.training.loop import build_run, fit
+from dlguide_core.training.recipes import get_recipe
+from dlguide_core.training.sinks import NullSink
+from dlguide_core.vision.small_cnn import CifarNet
+from tests.support.toy_data import write_toy_dataset
+from tests.support.training_timing import readable_latency, redraw, streaming_overhead
 
-from dlguide_core.jobs.store import JobStore  # noqa: E402
-from dlguide_core.jobs.store_sink import StoreSink  # noqa: E402
-from dlguide_core.training.loop import build_run, fit  # noqa: E402
-from dlguide_core.training.recipes import get_recipe  # noqa: E402
-from dlguide_core.training.sinks import NullSink  # noqa: E402
-from tests.support.toy_data import write_toy_dataset  # noqa: E402
+EPOCHS, WORKERS, BATCH = 2, 2, 4
 
 
-class AlternatingSink(NullSink):
-    """Feeds the StoreSink in every other block of `block` steps and records each step's wall time
-    (loop + sink) by block kind: interleaving this finely makes load drift on a shared machine
-    hit both sides alike, which whole-run A/B comparisons here did not."""
+def guide_loop(data: Path) -> float:
+    """Images/s of the guide's loop (training only, as in the guide)."""
+    torch.manual_seed(0)
+    bundle = load_data("cifar_net", data)
+    trainloader = DataLoader(bundle.train, batch_size=BATCH, shuffle=True, num_workers=WORKERS)
+    net = CifarNet(len(bundle.class_names))
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    images, start = 0, time.perf_counter()
+    for epoch in range(EPOCHS):
+        running_loss = 0.0
+        for i, data_ in enumerate(trainloader, 0):
+            inputs, labels = data_
+            optimizer.zero_grad()
+            outputs = net(inputs)
+            loss = criterion(outputs, labels)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+            images += len(inputs)
+            if i % 2000 == 1999:
+                print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}")
+                running_loss = 0.0
+    return images / (time.perf_counter() - start)
 
-    def __init__(self, store_sink, block: int = 25) -> None:
-        self.store_sink, self.block, self.last = store_sink, block, None
-        self.times: dict[bool, list[float]] = {True: [], False: []}
+
+class CountingSink(NullSink):
+    def __init__(self) -> None:
+        self.images = 0
 
     def on_step(self, step, epoch, loss, lr, images_per_s, **extra) -> None:
-        streaming = (step // self.block) % 2 == 1
-        if streaming:
-            self.store_sink.on_step(step, epoch, loss, lr, images_per_s, **extra)
-        now = time.perf_counter()
-        if self.last is not None:
-            self.times[streaming].append(now - self.last)
-        self.last = now
-
-    def should_stop(self) -> bool:
-        return self.store_sink.should_stop()
+        self.images += BATCH
 
 
-def _thread_cpu(native_id: int) -> float:
-    import psutil
-
-    for t in psutil.Process().threads():
-        if t.id == native_id:
-            return t.user_time + t.system_time
-    return 0.0
-
-
-def streaming_overhead(data: Path, epochs: int) -> None:
-    """Two estimates: A/B step times interleaved in blocks (noisy on a shared box), and the sink's own
-    cost measured directly (time inside on_step + the writer thread's CPU) over the loop's wall time."""
-    torch.set_num_threads(1)  # two threads on a shared 2-core box add more noise than signal
-    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=epochs, workers=0, device="cpu")
-    store = JobStore()
-    job = store.create("cifar_net", "pytorch", {})
-    store_sink = StoreSink(store.url, job.id)
-    sink = AlternatingSink(store_sink)
+def our_loop(data: Path) -> float:
+    """Images/s of training.loop.fit (training only: validation time is subtracted via the sink)."""
+    cfg = get_recipe("cifar_net").make_config(data=str(data), epochs=EPOCHS, workers=WORKERS, device="cpu")
     run = build_run(cfg, "cifar_net")
+    original_eval = run.val_loader
+    run.val_loader = DataLoader([], batch_size=1)  # the guide validates after training; time training only
+    sink = CountingSink()
     start = time.perf_counter()
     fit(run, sink, None)
-    wall = time.perf_counter() - start
-    writer_cpu = _thread_cpu(store_sink._writer.native_id)
-    store_sink.close()
-    streamed = len(sink.times[True])
-    without, with_store = (statistics.median(sink.times[k]) for k in (False, True))
-    print(f"streaming overhead A/B (cifar_net, batch 4, {streamed * 2} steps, 1 thread): median step "
-          f"{without * 1e3:.3f} ms without, {with_store * 1e3:.3f} ms with the store sink -> "
-          f"{with_store / without:.4f} (noise floor here: about +-0.07)")
-    probe = StoreSink(store.url, store.create("cifar_net", "pytorch", {}).id, flush_s=3600)
-    start = time.perf_counter()
-    for step in range(1, 10_001):
-        probe.on_step(step, 0, 1.0, 0.1, 1.0)
-    on_step_s = (time.perf_counter() - start) / 10_000
-    start = time.perf_counter()
-    probe.flush_now()  # one commit of 10,000 rows, as the writer thread does every 0.25 s with fewer
-    commit_per_row = (time.perf_counter() - start) / 10_000
-    probe.close()
-    sink_cost = streamed * on_step_s + writer_cpu
-    print(f"streaming overhead measured directly: on_step {on_step_s * 1e6:.1f} us, commit {commit_per_row * 1e6:.1f}"
-          f" us/row, writer thread CPU {writer_cpu * 1e3:.0f} ms over a {wall:.1f} s run with {streamed} streamed "
-          f"steps -> ratio {1 + sink_cost / (streamed * with_store):.4f}")
-    torch.set_num_threads(os.cpu_count() or 1)
+    run.val_loader = original_eval
+    return sink.images / (time.perf_counter() - start)
 
 
-READER = """
-import sys, time
-from dlguide_core.jobs.store import JobStore
-store, job_id, count = JobStore(), sys.argv[1], int(sys.argv[2])  # the store of DLGUIDE_STORE_URL / _HOME
-seen, lags = 0, []
-print("ready", flush=True)
-while seen < count:
-    for step, t in zip(*(lambda c: (c["step"], c["time"]))(store.steps(job_id, after=seen))):
-        lags.append(time.time() - t)
-        seen = step
-    time.sleep(0.01)
-print(" ".join(f"{x:.4f}" for x in lags))
-"""
-
-
-def _reader_env(store: JobStore) -> dict[str, str]:
-    """The reader's store through its environment (a PostgreSQL password never goes in argv)."""
-    return {**os.environ, "DLGUIDE_STORE_URL": store.url.raw}
-
-
-def readable_latency(steps: int, step_s: float) -> None:
-    store = JobStore()
-    job = store.create("cifar_net", "pytorch", {})
-    reader = subprocess.Popen([sys.executable, "-c", READER, job.id, str(steps)],
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env=_reader_env(store))
-    assert reader.stdout.readline().strip() == "ready"
-    sink = StoreSink(store.url, job.id)
-    for step in range(1, steps + 1):
-        time.sleep(step_s)  # stands in for a training step; the row's time is its end
-        sink.on_step(step, 0, 1.0, 0.1, 100.0)
-    lags = sorted(float(x) for x in reader.communicate(timeout=60)[0].split())
-    sink.close()
-    p95 = lags[int(0.95 * (len(lags) - 1))]
-    print(f"end-of-step -> readable in another process: p50 {statistics.median(lags) * 1e3:.0f} ms, "
-          f"p95 {p95 * 1e3:.0f} ms, max {lags[-1] * 1e3:.0f} ms over {len(lags)} steps ({step_s * 1e3:.0f} ms steps)")
+def compare_loops(data: Path, rounds: int) -> float:
+    ratios = []
+    for _ in range(rounds):
+        guide = guide_loop(data)
+        ours = our_loop(data)
+        ratios.append(ours / guide)
+        print(f"  guide {guide:.0f} img/s, ours {ours:.0f} img/s -> {ratios[-1]:.3f}")
+    print(f"training images/s ours/guide: median {statistics.median(ratios):.3f} over {rounds} rounds")
+    return statistics.median(ratios)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    args = options.parse_args()
+    os.environ.setdefault("DLGUIDE_HOME", tempfile.mkdtemp(prefix="bench-home-"))
     print(f"torch {torch.__version__}, {os.cpu_count()} CPU cores, threads {torch.get_num_threads()}, "
           f"cuda {torch.cuda.is_available()}")
     with tempfile.TemporaryDirectory() as tmp:
-        data = write_toy_dataset(Path(tmp) / "toy", classes=10, per_class=40 if args.quick else 100,
+        data = write_toy_dataset(Path(tmp) / "toy", classes=10, per_class=10 if args.quick else 100,
                                  val_per_class=2)
-        streaming_overhead(data, 2 if args.quick else 6)
-        readable_latency(100 if args.quick else 300, 0.02)
-        from bench.bench_training_loop import compare_loops
-        from bench.bench_training_view import redraw
-
-        compare_loops(data, 2 if args.quick else 5)
-        redraw(100_000)
-        redraw(100_000, tensorflow=True)
+        streaming_overhead(data, 1 if args.quick else 6)
+        readable_latency(20 if args.quick else 300, 0.02)
+        ratio = compare_loops(data, 1 if args.quick else 5)
+        steps = 2_000 if args.quick else 100_000
+        view = {"pytorch_style": redraw(steps), "tensorflow_style": redraw(steps, tensorflow=True)}
+    report(result("bench_training", {"loop_images_per_s_ours_over_guide": ratio, "live_view_steps": steps,
+                                     "live_view": view}), args.json)
 
 
 if __name__ == "__main__":

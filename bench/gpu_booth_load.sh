@@ -19,8 +19,8 @@
 # numpy, pillow, typing-extensions, packaging, jinja2, ...). Each wheel whose distribution the image lacks
 # is installed into a folder on PYTHONPATH (never over the image's torch, numpy or pillow). Then, as `make kiosk`
 # starts the booth (serve.py, DLGUIDE_KIOSK=1, MALLOC_ARENA_MAX=2; stand-in ImageNet weights of the same shape,
-# as bench_kiosk_load.py makes them when none are cached: the machine cannot download), bench_kiosk_load.py runs
-# 1, 10 and 50 visitors, sampling nvidia-smi over each measured phase. Results: $OUT/load_<visitors>.json, the
+# as bench_kiosk_load makes them when none are cached: the machine cannot download), `python3 -m bench.bench_kiosk_load` runs
+# 1, 10 and 50 visitors, sampling nvidia-smi over each measured phase. Results: $OUT/load_<visitors>.json (its result record), the
 # logs beside them, and nvidia-smi.csv over the whole run. About 3-4 minutes in all.
 set -u
 OUT=${OUT:-/tmp/gpu-booth-out}
@@ -55,8 +55,8 @@ export MALLOC_ARENA_MAX=2
 for spec in "1 10" "10 10" "50 4"; do
   set -- $spec
   echo "== $1 visitors, $2 rounds each: $(date -u +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  timeout 170 python3 bench/bench_kiosk_load.py --sessions "$1" --rounds "$2" --single-rounds 10 \
-    --home /tmp/gpu-booth-home > "$OUT/load_$1.json" 2> "$OUT/load_$1.err"
+  timeout 170 python3 -m bench.bench_kiosk_load --sessions "$1" --rounds "$2" --single-rounds 10 \
+    --home /tmp/gpu-booth-home --json "$OUT/load_$1.json" > "$OUT/load_$1.out" 2> "$OUT/load_$1.err"
   echo "   rc $?: $(grep -E '"(concurrent_p95_s|throughput_per_s|batch_histogram)"' "$OUT/load_$1.json" | tr -d '\n ')"
 done
 kill "$SMI"

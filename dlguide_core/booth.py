@@ -26,7 +26,7 @@ from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 
 if TYPE_CHECKING:
-    from dlguide_core.inference.backend_base import Backend
+    from dlguide_core.inference.backend_base import Backend, Outputs
 
 DEFAULT_IDLE_S = 60.0
 ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
@@ -34,6 +34,7 @@ ATTRACT_PERIOD_S = 5.0  # seconds each sample stays on the attract view
 ATTRACT_SIDE, ATTRACT_QUALITY = 360, 85
 
 Logits = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) preprocessed -> (B, C) float32 logits
+BothHeads = Callable[[torch.Tensor], "Outputs"]  # the same forward giving the pooled features too (issue 44)
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,14 @@ class Predictor:
     logits: Logits = field(repr=False, compare=False)
     why: str = ""  # how the backend was chosen (the measured ranking, when there was one)
     on_gpu: bool = False  # where the forward runs (its largest batch depends on it: settings.max_batch)
+    # The backend's run_features: when given, the worker runs it instead of `logits`, and every answer carries the
+    # photo's pooled features beside its logits (one forward, both heads: the Teach tab's, dlguide_core.booth_teach)
+    features: BothHeads | None = field(default=None, repr=False, compare=False)
     worker: InferenceWorker = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        worker = InferenceWorker(self.logits, BatchLimits.from_env(on_gpu=self.on_gpu), name="booth",
-                                 gate=forward_slot)
+        worker = InferenceWorker(self.features or self.logits, BatchLimits.from_env(on_gpu=self.on_gpu),
+                                 name="booth", gate=forward_slot)
         object.__setattr__(self, "worker", worker)  # frozen: set once, here
 
 
@@ -142,7 +146,7 @@ def fastest_predictor(loaded: LoadedModel) -> Predictor:
         raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(names.NAMES)}, "
                            f"not {choice!r}")
     return Predictor(f"{variant_label(backend)} · {backend.provider}", backend_device(backend, loaded),
-                     backend.run, why=why, on_gpu=runs_on_gpu(backend))
+                     backend.run, why=why, on_gpu=runs_on_gpu(backend), features=backend.run_features)
 
 
 RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per contender, once per process
@@ -260,11 +264,16 @@ def attract_items(loaded: LoadedModel, predictor: Predictor, k: int = 5) -> list
 
 
 def booth_weights(*, fetch: bool = False, say: Callable[[str], None] | None = None) -> str:
-    """The booth's weights: "imagenet" when its file is cached (or, with `fetch`, downloadable now: serve.py
-    before the port opens), else "none", the untrained model (the page says so)."""
+    """The booth's weights: DLGUIDE_KIOSK_WEIGHTS's checkpoint when it is set (`chosen_weights`); else "imagenet"
+    when its file is cached (or, with `fetch`, downloadable now: serve.py before the port opens), else "none", the
+    untrained model (the page says so)."""
+    from dlguide_core.booth_model import chosen_weights
     from dlguide_core.errors import WeightsUnavailable
     from dlguide_core.vision.models import fetch_imagenet_weights, imagenet_weights_path
 
+    chosen = chosen_weights()
+    if chosen is not None:
+        return chosen
     if imagenet_weights_path().is_file():
         return "imagenet"
     if not fetch:

@@ -12,6 +12,7 @@ import ipaddress
 import os
 
 from dlguide_core.errors import DlguideError
+from dlguide_core.public_suffixes import is_public_suffix
 
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_ALLOWED_HOSTS = "localhost,127.0.0.1,[::1]"
@@ -55,6 +56,9 @@ def host_pattern(entry: str) -> str:
     if "" in labels or (host.startswith("*.") and len(labels) < 2):  # "*.com": every name under a suffix
         raise ServingRefused(f"DLGUIDE_ALLOWED_HOSTS entry {entry.strip()!r} is too wide or not a name: a wildcard "
                              f"needs a domain of two labels or more ('*.team.example.org'), and no label is empty")
+    if host.startswith("*.") and is_public_suffix(host[2:]):  # "*.co.uk": every stranger's domain (public_suffixes)
+        raise ServingRefused(f"DLGUIDE_ALLOWED_HOSTS entry {entry.strip()!r} is too wide: {host[2:]} is a public "
+                             f"suffix, where anyone registers names; name your own domain ('*.team.example.co.uk')")
     return host
 
 

@@ -80,3 +80,84 @@ def batch_wait_ms() -> float:
     except ValueError:
         return DEFAULT_BATCH_WAIT_MS
     return value if 0 <= value <= 10_000 else DEFAULT_BATCH_WAIT_MS
+
+
+# What one request body and one client address may cost a server (web/bodies.py, issue 43 P2 and P5): a body is read
+# whole, with a deadline and a minimum rate, before it takes a slot of the booth's route or of the upload route, and
+# one client address works on at most a few requests, and holds at most part of the upload budget, at once.
+DEFAULT_BODY_DEADLINE_S = 60.0
+DEFAULT_BODY_MIN_RATE = 16 * 1024  # bytes per second, averaged since the request came, after BODY_GRACE_S
+BODY_GRACE_S = 5.0  # a body's first seconds are not held to the rate (a phone's radio waking up, TCP's slow start)
+DEFAULT_CLIENT_SLOTS = 8
+CLIENT_PENDING = 64  # bodies one client address may be sending at once; more get 429 at once
+DEFAULT_CLIENT_UPLOAD_MB = 128
+
+
+def _positive(name: str, default: float, upper: float) -> float:
+    """The env var `name` as a number in (0, upper]; unset or anything else means `default`."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if 0 < value <= upper else default
+
+
+def body_deadline_s() -> float:
+    """DLGUIDE_BODY_DEADLINE_S: the most seconds a request's body (a booth photo, an upload) may take to arrive
+    (default 60; a body still arriving then gets 408)."""
+    return _positive("DLGUIDE_BODY_DEADLINE_S", DEFAULT_BODY_DEADLINE_S, 3600.0)
+
+
+def body_min_rate() -> float:
+    """DLGUIDE_BODY_MIN_RATE: the slowest a body may arrive, in bytes per second averaged since its request came,
+    from BODY_GRACE_S on (default 16384; a body that falls behind gets 408)."""
+    return _positive("DLGUIDE_BODY_MIN_RATE", DEFAULT_BODY_MIN_RATE, 2.0**40)
+
+
+def client_slots() -> int:
+    """DLGUIDE_CLIENT_SLOTS: requests of the booth's route, and uploads, that one client address has worked on at
+    once (default 8); its others wait behind its own, never behind the other clients'."""
+    return int(_positive("DLGUIDE_CLIENT_SLOTS", DEFAULT_CLIENT_SLOTS, 4096.0)) or DEFAULT_CLIENT_SLOTS
+
+
+def client_upload_bytes() -> int:
+    """DLGUIDE_CLIENT_UPLOAD_MB: the uploads all sessions of one client address may hold at once, in MB (default
+    128, a quarter of the server's 512)."""
+    return int(_positive("DLGUIDE_CLIENT_UPLOAD_MB", DEFAULT_CLIENT_UPLOAD_MB, 2.0**20) * 2**20)
+
+
+# The booth's Teach (issue 44, dlguide_core.booth_teach): what one visitor may teach, and what all of them may hold.
+# A visitor's state is each photo's features and logits (2048 + 1000 float32 for Inception v3: 12 KB a photo) and a
+# head; at the caps one visitor holds 10 x 30 x 12 KB = 3.7 MB (bench/bench_booth_teach.py measures it), so the
+# default memory bound (64 MB) holds 17 full visitors and the visitor cap (32) many more partial ones.
+DEFAULT_TEACH_MAX_NAMES, DEFAULT_TEACH_MAX_PHOTOS = 10, 30
+DEFAULT_TEACH_MAX_VISITORS, DEFAULT_TEACH_MAX_MB = 32, 64.0
+
+
+def teach_max_names() -> int:
+    """DLGUIDE_TEACH_MAX_NAMES: the names one visitor may teach (default 10)."""
+    return int(_positive("DLGUIDE_TEACH_MAX_NAMES", DEFAULT_TEACH_MAX_NAMES, 1000.0))
+
+
+def teach_max_photos() -> int:
+    """DLGUIDE_TEACH_MAX_PHOTOS: the photos one visitor may show for one name (default 30)."""
+    return int(_positive("DLGUIDE_TEACH_MAX_PHOTOS", DEFAULT_TEACH_MAX_PHOTOS, 1000.0))
+
+
+def teach_max_visitors() -> int:
+    """DLGUIDE_TEACH_MAX_VISITORS: visitors with taught names held at once (default 32); past it the least recently
+    seen one is dropped."""
+    return int(_positive("DLGUIDE_TEACH_MAX_VISITORS", DEFAULT_TEACH_MAX_VISITORS, 100_000.0))
+
+
+def teach_max_bytes() -> int:
+    """DLGUIDE_TEACH_MAX_MB: the memory all visitors' taught features and heads may hold, in MB (default 64); past it
+    the least recently seen visitors are dropped."""
+    return int(_positive("DLGUIDE_TEACH_MAX_MB", DEFAULT_TEACH_MAX_MB, 2.0**20) * 2**20)
+
+
+def booth_weights_choice() -> str:
+    """DLGUIDE_KIOSK_WEIGHTS, as set ("" unset): the booth's model, a dlguide checkpoint's path or `job:ID` (that
+    training job's newest checkpoint); dlguide_core.booth_model resolves it."""
+    return os.environ.get("DLGUIDE_KIOSK_WEIGHTS", "").strip()

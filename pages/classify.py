@@ -20,6 +20,7 @@ from ui.evaluation import evaluation_form
 from ui.kept_results import ClassifyInput, classified_once, images_digest
 from ui.results import produced_by, show_result
 from ui.slots import timer_slot
+from ui.teach import teach_form
 from ui.tensorflow import tf_classify_tab
 from ui.weights import require_model, weights_selectbox
 
@@ -67,11 +68,17 @@ with image_tab:
         else:
             st.info("Untrained weights score chance: pick ImageNet or a checkpoint to evaluate.")
 
+    with st.expander("Teach it new names: a few photos of each, a new last layer in a second"):
+        teach_form(loaded, weights, "classify_teach")
+
     upload_tab, camera_tab, sample_tab = st.tabs(["Upload", "Camera", "Sample"])
     sources: list[tuple[str, bytes]] = []
     with upload_tab:
         files = st.file_uploader("Images (jpg, png, webp, bmp, gif)", type=list(UPLOAD_TYPES),
                                  accept_multiple_files=True, key="classify_upload")
+        st.caption(f"Each image up to {st.get_option('server.maxUploadSize')} MB, {MAX_FILES_PER_UPLOAD} classified at "
+                   "once. The server refuses an upload past what one page, one address or all visitors may hold "
+                   "at once: such a file is marked red in the list above (remove one, or try again later).")
         if len(files or []) > MAX_FILES_PER_UPLOAD:
             st.warning(f"{len(files)} files: only the first {MAX_FILES_PER_UPLOAD} are classified.",
                        icon=":material/warning:")

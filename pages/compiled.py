@@ -128,9 +128,10 @@ else:
         show_result(seen.result, seen.result.decoded, key="compiled_result", caption=produced_by(seen.run, titles))
 
 st.subheader("Benchmark against PyTorch eager")
-c1, c2, c3 = st.columns(3)
-bench_names = c1.multiselect("Backends", names, default=quick_backends(names), key="compiled_bench_backends",
-                             format_func=lambda n: bench_label(n, titles), help=slow_backends_help(names, titles))
+bench_names = st.multiselect("Backends", names, default=quick_backends(names), key="compiled_bench_backends",
+                             format_func=lambda n: bench_label(n, titles),  # the whole width: every chip in sight
+                             help=slow_backends_help(names, titles))
+c2, c3 = st.columns(2)
 sizes = c2.multiselect("Batch sizes", [1, 8, 32], default=[1, 8], key="compiled_bench_sizes")
 iters = c3.slider("Timed runs", 1, 50, 5, key="compiled_bench_iters")
 bench_run = BenchRun(loaded.fingerprint, tuple(sorted(bench_names)), tuple(sorted(sizes)), iters, options)

@@ -16,6 +16,7 @@ from ui.booth import hide_in_booth
 from ui.cache import device_report
 from ui.polling import live_fragment
 from ui.status_marks import coloured, mark
+from ui.tables import whole_texts
 
 hide_in_booth()
 
@@ -36,7 +37,9 @@ cols[3].metric("GPUs", len(report.devices))
 
 st.subheader("Install checks (from the guide)")
 st.dataframe(coloured(pd.DataFrame([{"check": c.name, "result": mark(c.passed, "pass", "fail"), "detail": c.detail}
-                                    for c in report.checks]), "result"), hide_index=True, key="devices_checks")
+                                    for c in report.checks]), "result"), hide_index=True, key="devices_checks",
+             column_config={"detail": st.column_config.TextColumn("detail", width="large")})
+whole_texts((c.name, c.detail) for c in report.checks)
 
 st.subheader("PyTorch devices")
 if report.devices:
@@ -75,9 +78,7 @@ def probed_sections() -> tuple[bool, frozenset[str]]:
     rows.append({"runtime": zentorch.title, "available": mark(zentorch.available), "detail": zentorch.reason})
     st.dataframe(coloured(pd.DataFrame(rows), "available"), hide_index=True, key="devices_runtimes",
                  column_config={"detail": st.column_config.TextColumn("detail", width="large")})
-    for row in rows:  # a table cell cuts a long reason off: each one whole, wrapped, under the table
-        if len(row["detail"] or "") > 60:
-            st.caption(f"**{row['runtime']}**: {row['detail']}")
+    whole_texts((row["runtime"], row["detail"]) for row in rows)  # a cell cuts a long reason off
     if report.migraphx_targets:
         st.caption("MIGraphX targets: " + " · ".join(
             f"**{name}**: " + (plain_target_error(name, t["error"]) if t["error"] else

@@ -85,6 +85,27 @@ def test_no_asgi_middleware_or_starlette_under_ui():
     assert not offenders, f"ASGI middleware belongs in web/: {offenders}"
 
 
+def test_request_bodies_are_read_in_one_place_before_any_turn():
+    # issue 43, P2: a route that took its turn and then read the body let 32 slow sockets hold every turn. Bodies
+    # are read by web.bodies.read_body (a deadline, a minimum rate), and a web/ module with turns (a Semaphore)
+    # reads its bodies with it.
+    readers = [p.name for p in [*WEB, ROOT / "serve.py"] if p.name != "bodies.py" and "def read_body" in p.read_text()]
+    assert not readers, f"request bodies are read by web.bodies.read_body only: {readers}"
+    for path in WEB:
+        text = path.read_text()
+        if "asyncio.Semaphore(" in text and path.name != "bodies.py":
+            assert "read_body(" in text, f"web/{path.name} hands out turns: read bodies first with read_body"
+
+
+def test_the_origin_check_stands_right_behind_the_host_check():
+    # issue 43, P1: every server (the full app, signed-in or not, and the public booth) refuses another origin's
+    # websocket and writes, before the token gate or sign-in sees them.
+    stack = (ROOT / "web" / "stack.py").read_text()
+    host, origin, gate = (stack.index("Middleware(TrustedHostMiddleware"), stack.index("Middleware(OriginCheck)"),
+                          stack.index("*gate,"))
+    assert host < origin < gate and "]" not in stack[host:origin], "web/stack.py: Host check, Origin check, gate"
+
+
 def test_serve_py_stays_the_launcher():
     lines = len((ROOT / "serve.py").read_text().splitlines())
     assert lines <= 250, f"serve.py has {lines} lines: the middleware stack lives in web/stack.py"
@@ -201,8 +222,9 @@ def test_every_served_entry_goes_through_the_launcher():
         if path.name == "test_architecture.py":
             continue
         text = path.read_text()
-        if path.name in ("bench_first_paint.py", "bench_rerun_flood.py"):  # their "bare" mode serves a generated
-            text = text.replace('[sys.executable, "-m", "streamlit", "run", str(app)', "")  # app: the floor
+        if path.name == "servers.py":  # bare_command: the benches' floor, a generated app (below) with no dlguide
+            text = text.replace('[sys.executable, "-m", "streamlit", "run", str(app)', "")
+        if path.name in ("bench_first_paint.py", "bench_rerun_flood.py"):  # their "bare" mode serves that floor
             assert "app.py" not in text.split("BARE_APP = ", 1)[1].split('"""', 2)[1]
         assert '"-m", "streamlit"' not in text and '"streamlit", "run"' not in text, path.name
 
@@ -220,7 +242,11 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
 BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
         "smi", "torchvision_lib")  # the bottom layer
 BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
-LONG_MODULES: dict[str, str] = {}  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
+LONG_MODULES: dict[str, str] = {  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
+    "dlguide_core/jobs/store.py": "JobStore is the one store every client knows: it composes its parts (the "
+    "connection, the metric tables, the requeues: each its own module) and offers their methods by name, one line "
+    "each; split by inheritance it was a four-level chain that hid one concept in four files (issue 45)",
+}
 MAX_LINES = 300
 # The modules of the flat layout (before issue 11) that moved: nothing may name them any more.
 OLD_MODULES = (
@@ -362,12 +388,14 @@ def test_data_uses_only_the_tensorflow_runtime_of_the_tf_package():
 
 
 def test_the_top_level_clients_are_imported_only_from_above():
-    """cli/ is imported by nothing else of the core (but __main__); booth.py only by cli/ and booth_photos.py (a
-    visitor's photo path, built on it and imported by nothing of the core); evaluation.py only by jobs/, cli/ and
+    """cli/ is imported by nothing else of the core (but __main__); booth.py only by cli/, booth_photos.py (a
+    visitor's photo path) and booth_teach.py (the Teach tab's state, on both: imported by nothing of the core);
+    evaluation.py only by jobs/, cli/ and
     booth.py: the subpackages below never reach up to them."""
     allowed = {"dlguide_core.cli": ("dlguide_core.cli", "dlguide_core.__main__"),
-               "dlguide_core.booth": ("dlguide_core.cli", "dlguide_core.booth_photos"),
-               "dlguide_core.booth_photos": (),
+               "dlguide_core.booth": ("dlguide_core.cli", "dlguide_core.booth_photos", "dlguide_core.booth_teach"),
+               "dlguide_core.booth_photos": ("dlguide_core.booth_teach",),  # the Teach tab's photos (issue 44)
+               "dlguide_core.booth_teach": (),
                "dlguide_core.evaluation": ("dlguide_core.jobs", "dlguide_core.cli", "dlguide_core.booth")}
     offenders = sorted(f"{m} imports {t}" for m, targets in _import_graph(CORE).items() for t in targets
                        for top, importers in allowed.items()
@@ -763,3 +791,221 @@ def test_the_booth_screen_sets_no_text_as_html():
 def test_the_booth_screen_rule_sees_html_set_from_data():
     source = 'node.innerHTML = data.label;'
     assert re.findall(r"\.(?:innerHTML|outerHTML)\s*=\s*([^;]+);", source) == ["data.label"]
+
+
+# Issue 45, typed executors: one plug-in style (an ABC generic in its options, a template submit in the base),
+# the job's entry on a node names no scheduler, and no untyped options or config crosses a layer.
+PRODUCT = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py"]
+EXECUTORS_DIR = CORE / "jobs" / "executors"
+
+
+def _untyped_parameters(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every argument or field called one of `names` and annotated `Any`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.arg in names and node.annotation is not None:
+            annotation, name = node.annotation, node.arg
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names:
+            annotation, name = node.annotation, node.target.id
+        else:
+            continue
+        if "Any" in ast.unparse(annotation).replace("|", " ").split():
+            found.append((node.lineno, name))
+    return found
+
+
+def test_no_options_or_config_is_typed_any_in_product_code():
+    offenders = [f"{p.relative_to(ROOT)}:{line} {name}: Any" for p in PRODUCT
+                 for line, name in _untyped_parameters(ast.parse(p.read_text()), {"options", "config"})]
+    assert not offenders, "type it (an executor's options_cls, training.recipes.RecipeConfig):\n" + "\n".join(offenders)
+
+
+def test_the_untyped_parameter_rule_sees_any():
+    tree = ast.parse("def submit(store, config: Any, options: Any | None = None, other: Any = 1): ...\n"
+                     "class R:\n    options: Any = None\n")
+    found = sorted(name for _, name in _untyped_parameters(tree, {"options", "config"}))
+    assert found == ["config", "options", "options"]
+
+
+def _classes(path: Path) -> list[ast.ClassDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]
+
+
+def test_executors_subclass_the_abc_and_leave_submit_to_its_template():
+    import inspect
+
+    from dlguide_core.jobs.executors import registry
+    from dlguide_core.jobs.executors.base import Executor
+
+    assert inspect.isabstract(Executor)
+    assert {"available", "status", "cancel", "hand_over"} <= Executor.__abstractmethods__
+    for spec in registry.SPECS:
+        cls = spec.load()
+        assert issubclass(cls, Executor) and not inspect.isabstract(cls), spec.name
+        assert cls.name == spec.name, f"{spec.entry} is named {cls.name!r}, declared as {spec.name!r}"
+        assert "submit" not in vars(cls), f"{spec.entry} re-implements submit: fill the base's hooks instead"
+        assert cls.__orig_bases__[0].__args__[0] is cls.options_cls, f"{spec.entry}: Executor[its options_cls]"
+    for path in EXECUTORS_DIR.glob("*.py"):  # nothing else in the package claims to be an executor
+        for node in _classes(path):
+            bases = {ast.unparse(b).split("[")[0] for b in node.bases}
+            errors = {"DlguideError", "Exception"} & bases  # UnknownExecutor is an error, not an executor
+            if node.name.endswith("Executor") and path.name != "base.py" and not errors:
+                assert "Executor" in bases, f"{path.name}: {node.name} must derive base.Executor"
+
+
+def test_job_entry_reaches_its_executor_through_node_hooks_only():
+    # Each scheduler's part in the job's own process is its NodeHooks (claim, judge_stop), found by the executor's
+    # name in jobs.executors.node_hooks: not through the registry, whose executors write job_entry's command lines.
+    from dlguide_core.jobs.executors import node_hooks, registry
+    from dlguide_core.jobs.executors.base import NodeHooks
+
+    imported = _import_graph(CORE)["dlguide_core.jobs.executors.job_entry"]
+    assert "dlguide_core.jobs.executors.registry" not in imported
+    assert "dlguide_core.jobs.executors.tracking" not in imported
+    names = {spec.name for spec in registry.SPECS}
+    assert set(node_hooks.HOOKS) <= names, f"hooks for unknown executors: {set(node_hooks.HOOKS) - names}"
+    for name in names:
+        hooks = node_hooks.for_executor(name)
+        assert isinstance(hooks, NodeHooks), name
+        assert (type(hooks) is NodeHooks) == (name not in node_hooks.HOOKS), name
+    assert type(node_hooks.for_executor("slurm")).__name__ == "SlurmNode"
+
+
+def test_job_entry_names_no_scheduler():
+    tree = ast.parse((EXECUTORS_DIR / "job_entry.py").read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    strings = [(n.lineno, n.value) for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    words = _identifiers(tree) + strings
+    schedulers = re.compile(r"slurm|\bray\b|ray_|scontrol|sbatch|srun", re.IGNORECASE)
+    offenders = [f"job_entry.py:{line} {word!r}" for line, word in words if schedulers.search(word)]
+    assert not offenders, "job_entry is scheduler-neutral:\n" + "\n".join(offenders)
+
+
+def _thread_pool_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of every function returning a ThreadPoolExecutor and every name or attribute bound to one."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            if "ThreadPoolExecutor" in ast.unparse(node.returns):
+                found.append((node.lineno, node.name))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if ast.unparse(node.value.func).endswith("ThreadPoolExecutor"):
+                found += [(node.lineno, ast.unparse(t)) for t in node.targets]
+    return found
+
+
+def test_thread_pools_are_not_called_executors():
+    # "executor" is where a job runs (jobs.executors, the store's column, --executor); a thread pool is a pool.
+    offenders = [f"{p.relative_to(ROOT)}:{line} {name}" for p in PRODUCT
+                 for line, name in _thread_pool_names(ast.parse(p.read_text())) if "executor" in name.lower()]
+    assert not offenders, "name thread pools for what they are:\n" + "\n".join(offenders)
+    sample = "def _executor() -> ThreadPoolExecutor: ...\nself.executor = futures.ThreadPoolExecutor(2)\n"
+    assert [name for _, name in _thread_pool_names(ast.parse(sample))] == ["_executor", "self.executor"]
+
+
+def test_the_job_store_composes_its_parts():
+    # Issue 45: JobStore -> SchedulerRestarts -> MetricTables -> Database was a chain built by the line limit.
+    from dlguide_core.jobs.database import Database
+    from dlguide_core.jobs.metric_tables import MetricTables
+    from dlguide_core.jobs.requeues import SchedulerRestarts
+    from dlguide_core.jobs.store import JobStore
+
+    for cls in (JobStore, SchedulerRestarts, MetricTables, Database):
+        assert cls.__bases__ == (object,), f"{cls.__name__} inherits {cls.__bases__}: compose instead"
+    parts = {"db": Database, "metrics": MetricTables, "requeues": SchedulerRestarts}
+    init = ast.parse((CORE / "jobs" / "store.py").read_text())
+    assigned = {ast.unparse(t) for n in ast.walk(init) if isinstance(n, ast.Assign) for t in n.targets}
+    assert {f"self.{name}" for name in parts} <= assigned, "JobStore holds its parts"
+    for name, part in parts.items():  # every public method of a part is reachable from the store by its name
+        missing = [m for m in vars(part) if not m.startswith("_") and not hasattr(JobStore, m)]
+        assert not missing or name == "db", f"JobStore does not offer {part.__name__}'s {missing}"
+
+
+# --- Issue 45: one harness for the benches. A bench script runs as `python -m bench.NAME` from the project root and
+# imports the project, bench.common and tests.support (the plumbing), never another bench script nor tests.conftest;
+# nothing under bench/ edits sys.path. bench/ is type-checked and byte-compiled with the rest.
+
+
+def _bench_imports(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append("." * node.level + (node.module or ""))
+    return names
+
+
+def test_bench_scripts_share_plumbing_only_through_common_and_tests_support():
+    offenders = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        text = path.read_text()
+        if "sys.path" in text.replace("without touching sys.path", ""):
+            offenders.append(f"{path.name} edits sys.path")
+        for name in _bench_imports(path):
+            bench_module = name.startswith(("bench.", "bench_", ".")) and name not in ("bench.common", ".common")
+            if bench_module or name == "tests.conftest" or name.startswith("tests.conftest."):
+                offenders.append(f"{path.name} imports {name}")
+    assert not offenders, offenders
+
+
+def test_the_bench_import_rule_sees_a_sibling_import(tmp_path: Path):
+    script = tmp_path / "bench_x.py"
+    script.write_text("from bench_kiosk_load import shot\nimport bench.bench_y\nfrom bench.common import parser\n")
+    assert _bench_imports(script) == ["bench_kiosk_load", "bench.bench_y", "bench.common"]
+
+
+def test_bench_is_type_checked_and_compiled():
+    mypy_files = re.search(r"^files = \[(.*)\]", (ROOT / "pyproject.toml").read_text(), re.MULTILINE)
+    assert mypy_files is not None and '"bench"' in mypy_files.group(1), "bench/ is not in [tool.mypy] files"
+    compileall = next(line for line in (ROOT / "Makefile").read_text().splitlines() if "-m compileall" in line
+                      and "purelib" not in line)
+    assert " bench " in f"{compileall} ", compileall
+
+
+
+# --- Issue 45: docs/ARCHITECTURE.md's tree names every product module once, so it cannot drift again. A tree line
+# is an entry (its names, then two or more spaces, then what they are) or, indented to the description column, a
+# description going on. A name ending in "/" opens a folder for the lines indented below it.
+TREE_DESCRIPTION_COLUMN = 26
+
+
+def _tree_names(markdown: str) -> list[str]:
+    """Every module path the tree's entries name ("dlguide_core/jobs/store.py"), in order, repeats kept."""
+    block = markdown.split("## The tree", 1)[1].split("```", 2)[1]
+    named: list[str] = []
+    folders: list[str] = []
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if not line.strip() or indent >= TREE_DESCRIPTION_COLUMN:
+            continue
+        level = indent // 2
+        folders = folders[:level]
+        for token in re.split(r"\s{2,}", line.strip(), maxsplit=1)[0].split():
+            if token.endswith("/"):
+                folders = [*folders[:level], token.rstrip("/")]
+            elif token.endswith(".py"):
+                named.append("/".join([*folders[:level], token]))
+    return named
+
+
+def test_the_architecture_doc_names_every_product_module_once():
+    named = _tree_names((ROOT / "docs" / "ARCHITECTURE.md").read_text())
+    product = [p for p in [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py"] if p.name != "__init__.py"]
+    modules = sorted(str(p.relative_to(ROOT)) for p in product)
+    missing = [m for m in modules if m not in named]
+    twice = sorted({n for n in named if named.count(n) > 1})
+    stale = [n for n in named if not (ROOT / n).is_file()]
+    assert not missing, f"docs/ARCHITECTURE.md's tree does not name {missing}"
+    assert not twice, f"docs/ARCHITECTURE.md's tree names {twice} more than once"
+    assert not stale, f"docs/ARCHITECTURE.md's tree names modules that are gone: {stale}"
+
+
+def test_the_tree_reader_follows_folders():
+    markdown = ("## The tree\n\n```\nserve.py                    the launcher\npkg/                        a package\n"
+                "  a.py b.py                 two modules\n                            a.py, said again, is prose\n"
+                "  sub/                      a folder\n    c.py                    one more\n  d.py  back up\n```\n")
+    assert _tree_names(markdown) == ["serve.py", "pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/d.py"]

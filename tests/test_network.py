@@ -55,3 +55,34 @@ def test_host_lists_too_wide_or_with_empty_entries_are_refused(monkeypatch, raw:
     with pytest.raises(ServingRefused, match="DLGUIDE_ALLOWED_HOSTS") as refused:
         allowed_hosts("0.0.0.0")
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("use_system_list", [False, True])
+@pytest.mark.parametrize("raw", ["*.co.uk", "*.com.au", "*.CO.JP", "*.github.io", "gpu1.lab.example,*.org.uk"])
+def test_a_wildcard_on_a_public_suffix_is_refused(monkeypatch, tmp_path, raw: str, use_system_list: bool) -> None:
+    """Issue 43 (P10): `*.co.uk` passed the label count; public suffixes come from a list (the system's PSL where
+    installed, else dlguide's own floor of the suffixes people meet), never the network."""
+    from dlguide_core import public_suffixes
+
+    if use_system_list and not public_suffixes.SYSTEM_LIST.is_file():
+        pytest.skip("no system Public Suffix List here")
+    monkeypatch.setenv(public_suffixes.LIST_ENV, str(public_suffixes.SYSTEM_LIST if use_system_list
+                                                     else tmp_path / "none.dat"))
+    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", raw)
+    with pytest.raises(ServingRefused, match="is a public suffix") as refused:
+        allowed_hosts("0.0.0.0")
+    assert "\n" not in str(refused.value)
+    monkeypatch.setenv("DLGUIDE_ALLOWED_HOSTS", "*.team.example.co.uk,*.lab.example.com.au,*.example.org")
+    assert allowed_hosts("0.0.0.0") == ["*.team.example.co.uk", "*.lab.example.com.au", "*.example.org"]
+
+
+def test_the_system_list_adds_suffixes_beyond_the_floor_with_its_wildcards_and_exceptions(monkeypatch,
+                                                                                         tmp_path) -> None:
+    from dlguide_core.public_suffixes import LIST_ENV, is_public_suffix
+
+    psl = tmp_path / "psl.dat"
+    psl.write_text("// comment\nexample-suffix.test\n*.ck\n!www.ck\n")
+    monkeypatch.setenv(LIST_ENV, str(psl))
+    assert is_public_suffix("example-suffix.test") and is_public_suffix("anything.ck")
+    assert not is_public_suffix("www.ck") and not is_public_suffix("team.example-suffix.test")
+    assert is_public_suffix("co.uk")  # the floor holds whatever list is read

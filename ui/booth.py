@@ -4,7 +4,7 @@
 The visitor's screen asks the model through web/booth_api.py (plain HTTP, batched with every other visitor's photo):
 a photo, its answer, the heat map, "Start over" and the idle reset cost the server no script run, and an idle
 screen (its attract view and countdown run in the browser) costs it nothing at all (issue 30). The texts a visitor
-reads are declared here, in Python, and handed to the screen with its data. The booth's model, runner and attract
+reads are declared here, in Python, and handed to the screen with its data. The booth's model, predictor and attract
 view are cached in ui.cache (serve.py warms them); what the booth decides (its weights, backend, idle timing,
 attract order) is decided in dlguide_core.booth."""
 
@@ -31,6 +31,10 @@ TICKER_SLOT = "kiosk_ticker_chart"
 ATTRACT = "Show the camera something, or upload a photo!"
 METRICS = ("This prediction took", "Ran on", "Backend")  # the answer's three figures, in order
 BATCH_ALONE = "The model ran on your photo alone."
+TAUGHT = "taught just now"  # beside a name this visitor taught, in the answer (tests read it)
+# The one line under a taught answer and the loss curve (issue 44): what was learned, from what, how fast, where
+LEARNED = ("The big model stayed frozen: a new last layer was learned from your {examples} photos of {names} names, "
+           "in {ms} ms on {device}.")
 # The load bench and the tests read "batch of N" (bench/bench_kiosk_load.py)
 BATCH_SHARED = ("The model ran on your photo in a batch of {n} photos from visitors at this booth (waited {queued} ms "
                 "for its turn).")
@@ -52,10 +56,10 @@ def _screen():
                                       js=(HERE / "booth_screen.js").read_text(), isolate_styles=False)
 
 
-def visitor_screen(loaded: LoadedModel, runner: Predictor) -> None:
+def visitor_screen(loaded: LoadedModel, predictor: Predictor) -> None:
     """The visitor's part of the booth (the camera and the uploader, the answer or the attract view, how it works,
     "Start over"), drawn and run by the browser: one element per page run, never redrawn by the server."""
-    _screen()(data=screen_data(loaded, runner), key=SCREEN_KEY, width="stretch")
+    _screen()(data=screen_data(loaded, predictor), key=SCREEN_KEY, width="stretch")
 
 
 def api_path() -> str:
@@ -66,7 +70,7 @@ def api_path() -> str:
     return f"/{base}/_booth" if base else "/_booth"
 
 
-def screen_data(loaded: LoadedModel, runner: Predictor) -> dict[str, object]:
+def screen_data(loaded: LoadedModel, predictor: Predictor) -> dict[str, object]:
     """Everything the screen needs, sent once with the page: where to post, the rules, the words, the attract view."""
     from dlguide_core import booth
     from dlguide_core.vision.images import UPLOAD_TYPES
@@ -76,12 +80,12 @@ def screen_data(loaded: LoadedModel, runner: Predictor) -> dict[str, object]:
     preset = loaded.preset
     attract = [{"title": f"Example: {sample_title(item.name)}", "src": data_uri(item.jpeg),
                 "top": [{"label": p.label, "prob": p.prob} for p in item.top]}
-               for item in attract_items(loaded, runner)]
+               for item in attract_items(loaded, predictor)]
     idle_s = booth.idle_seconds()
     return {
         "api": api_path(), "idle_s": idle_s, "attract_period_s": booth.ATTRACT_PERIOD_S, "attract": attract,
         "resize": preset.resize, "crop": preset.crop, "classes": len(loaded.class_names),
-        "device": runner.device, "backend": readable_backend(runner.backend),
+        "device": predictor.device, "backend": readable_backend(predictor.backend),
         "accept": ",".join(f".{t}" for t in UPLOAD_TYPES), "max_mb": upload_cap() // 2**20,
         "texts": {
             "attract": ATTRACT, "metrics": list(METRICS), "alone": BATCH_ALONE, "shared": BATCH_SHARED,
@@ -89,8 +93,53 @@ def screen_data(loaded: LoadedModel, runner: Predictor) -> dict[str, object]:
             "idle": f"This screen clears itself {idle_s:.0f} s after your last tap.",
             "seen": (f"2 · What the model sees: resized to {preset.resize}, centre-cropped to "
                      f"{preset.crop}×{preset.crop}, colours normalised"),
+            "known": "out of the {classes} things it knows.",
+            "known_taught": "out of the {classes} things it knows and the {taught} you taught it.",
+            **teach_texts(),
         },
+        "teach": teach_rules(),
     }
+
+
+def teach_rules() -> dict[str, int]:
+    """The Teach tab's rules, as the server enforces them (dlguide_core.teach): the screen only guides by them."""
+    from dlguide_core import settings, teach
+
+    return {"min_names": teach.MIN_NAMES, "max_names": settings.teach_max_names(), "min_photos": teach.MIN_PHOTOS,
+            "max_photos": settings.teach_max_photos(), "name_chars": teach.NAME_MAX_CHARS}
+
+
+def teach_texts() -> dict[str, str]:
+    """The Teach tab's words ({…} are filled in by the screen)."""
+    rules = teach_rules()
+    return {
+        "taught": TAUGHT, "learned": LEARNED,
+        "teach_intro": (f"Teach it something new: name a thing, show it {rules['min_photos']} to "
+                        f"{rules['max_photos']} photos of it, do that for {rules['min_names']} to "
+                        f"{rules['max_names']} things, then tap Learn."),
+        "teach_placeholder": "e.g. my mug",
+        "need_name": "Type a name first, then add its photos.",
+        "need_names": "Teach {n} more name(s) to start learning.",
+        "need_photos": "Each name needs at least {min} photos: add more of “{name}”.",
+        "stale": "You added photos since it learned: tap Learn again to use them.",
+        "sending": "Sending {n} photo(s)…",
+        "learning": "Learning… (a new last layer, on the frozen model's features)",
+        "learned_title": "It learned your {names} names",
+        "loss": "How wrong the new layer still is, step by step (its training loss: lower is better)",
+        "try_it": "Now show it one of them, in the Camera or Upload tab.",
+        "forgotten": "Forgotten: nothing you taught is left on the booth.",
+        "teach_privacy": (f"Private to this screen: the booth keeps no photo and writes no file, only what the model "
+                          f"saw in your photos (numbers) and the new layer, in memory, until you tap Forget, this "
+                          f"screen resets, or {forget_after_s():.0f} s without a tap."),
+    }
+
+
+def forget_after_s() -> float:
+    """When the server drops a visitor's taught names without a request (dlguide_core.booth_teach)."""
+    from dlguide_core.booth import idle_seconds
+    from dlguide_core.booth_teach import IDLE_FACTOR
+
+    return IDLE_FACTOR * idle_seconds()
 
 
 def upload_cap() -> int:

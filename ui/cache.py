@@ -1,5 +1,5 @@
 """Every cached core object of the app, each with its cache key: models, device reports, prepared backends, the
-booth's runner and attract view, TensorFlow models, and the one job store.
+booth's predictor and attract view, TensorFlow models, and the one job store.
 
 `st.cache_resource` keys on its arguments except those named `_x`: whatever changes the cached object (a
 fingerprint, a file version, a backend name) is passed under a plain name, the object itself under `_x`.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -19,15 +20,21 @@ from dlguide_core.jobs.store import open_store
 from dlguide_core.jobs.store_url import store_url
 from dlguide_core.vision.models import LoadedModel, load_model
 
+if TYPE_CHECKING:
+    from dlguide_core.booth import AttractItem, Predictor
+
 # ---------------------------------------------------------------- devices
 
 
-@st.cache_data(ttl=300, show_spinner=False)
+# cache_resource, not cache_data: both return values nobody changes, and st.cache_data, decorated where serve.py
+# imports this module before Streamlit's runtime starts, logged "No runtime found" at every start (issue 43).
+@st.cache_resource(ttl=300, show_spinner=False)
 def device_report(include_tensorflow: bool = False) -> devices.DeviceReport:
     return devices.collect(include_tensorflow=include_tensorflow)
 
 
-def device_label() -> str:
+def device_summary() -> str:
+    """This machine's devices in one line (the sidebar); not dlguide_core.booth.device_label, one device's name."""
     return devices.summary_label(device_report())
 
 
@@ -91,29 +98,30 @@ def get_backend(name: str, loaded: LoadedModel, options=None, batch_size: int = 
 
 
 @st.cache_resource(show_spinner="Preparing the booth model (a one-time compile)…", max_entries=4)
-def _cached_booth_runner(fingerprint: str, source: str, choice: str, _loaded: LoadedModel):
+def _cached_booth_predictor(fingerprint: str, source: str, choice: str, _loaded: LoadedModel) -> Predictor:
     from dlguide_core.booth import fastest_predictor
 
     return fastest_predictor(_loaded)
 
 
-def booth_runner(loaded: LoadedModel):
+def booth_predictor(loaded: LoadedModel) -> Predictor:
     """The booth's predictor for `loaded`: the fastest available backend, prepared once per model."""
     from dlguide_core.booth import backend_choice
 
-    return _cached_booth_runner(loaded.fingerprint, loaded.source, backend_choice(), loaded)
+    return _cached_booth_predictor(loaded.fingerprint, loaded.source, backend_choice(), loaded)
 
 
 @st.cache_resource(show_spinner="Classifying the sample photos…", max_entries=8)
-def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel, _runner) -> list:
+def _cached_attract_items(fingerprint: str, backend: str, _loaded: LoadedModel,
+                          _predictor: Predictor) -> list[AttractItem]:
     from dlguide_core.booth import attract_items as compute
 
-    return compute(_loaded, _runner)
+    return compute(_loaded, _predictor)
 
 
-def attract_items(loaded: LoadedModel, runner) -> list:
+def attract_items(loaded: LoadedModel, predictor: Predictor) -> list[AttractItem]:
     """The bundled samples with their predictions, computed once per model and backend."""
-    return _cached_attract_items(loaded.fingerprint, runner.backend, loaded, runner)
+    return _cached_attract_items(loaded.fingerprint, predictor.backend, loaded, predictor)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -131,6 +139,11 @@ def classify_logits(run_with: LoadedModel, backend: str, precision: str):
     by every session (their images go through the model together), as the booth's predictor is."""
     worker = _cached_worker(run_with.fingerprint, backend, precision, run_with)
     return lambda batch: worker.infer(batch).logits
+
+
+def classify_task(run_with: LoadedModel, backend: str, precision: str):
+    """Run a task (the Teach flow's forwards: ui.teach) in that same shared worker, alone, between two batches."""
+    return _cached_worker(run_with.fingerprint, backend, precision, run_with).call
 
 
 # ---------------------------------------------------------------- the job store
@@ -174,13 +187,19 @@ def _stop_on(exc: StoreError):
 
 def app_job_store():
     """The app's job store (DLGUIDE_STORE_URL), created on first use (the Train page)."""
-    return _PageStore(store_url().raw)
+    try:
+        return _PageStore(store_url().raw)
+    except StoreError as exc:  # a DLGUIDE_STORE_URL that cannot be read (a keyword string, `?PASSWORD=`): one line
+        _stop_on(exc)
 
 
 def existing_job_store():
     """The app's job store; None when no job was ever created (the booth and a look-up must not create
     one) or when it cannot be opened (callers read it quietly)."""
-    url = store_url()
+    try:
+        url = store_url()
+    except StoreError:  # a DLGUIDE_STORE_URL that cannot be read: as a store that cannot be opened
+        return None
     if url.path is not None and not url.path.is_file():
         return None
     try:
@@ -194,7 +213,7 @@ TICKER_POINTS = 400  # its curve, downsampled (min and max per bucket): a long r
 TICKER_READ_S = 4.0  # one store read per this long, shared by every open tab
 
 
-@st.cache_data(ttl=TICKER_READ_S, max_entries=8, show_spinner=False)
+@st.cache_resource(ttl=TICKER_READ_S, max_entries=8, show_spinner=False)  # its lists are only read
 def ticker_curve(url: str, job_id: str) -> tuple[list[float], list[float]]:
     """A running job's (step, loss) curve for the booth's ticker, downsampled and shared by every open tab. Each tab
     used to read every step of the job and draw every point every 5 s: beside a training job an idle booth tab cost

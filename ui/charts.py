@@ -9,11 +9,12 @@ series are downsampled to a few thousand points first, which SVG draws without e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
 from dlguide_core.jobs.job import epoch_label
+from dlguide_core.jobs.metric_tables import EpochRow
 
 # one colour per run in every chart (Plotly's qualitative palette, in the order the runs were created)
 PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF",
@@ -93,7 +94,7 @@ def training_loss_figure(runs: dict[str, dict[str, list]], smoothing: float, *, 
     return fig
 
 
-def epoch_figures(runs: dict[str, list[dict]], log_y: bool, colors: dict[str, str] | None = None) -> tuple:
+def epoch_figures(runs: Mapping[str, Sequence[EpochRow]], log_y: bool, colors: dict[str, str] | None = None) -> tuple:
     """(loss, val accuracy) per epoch of each run, from the store's epoch rows."""
     losses, accuracy = {}, {}
     for name, rows in runs.items():

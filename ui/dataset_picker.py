@@ -36,7 +36,7 @@ def roots_signature(roots: list[Path]) -> tuple:
     return tuple(stamps)
 
 
-@st.cache_data(show_spinner="Scanning the data roots for datasets…", max_entries=8)
+@st.cache_resource(show_spinner="Scanning the data roots for datasets…", max_entries=8)  # only read (ui.cache)
 def scan_datasets(roots: tuple[str, ...], signature: tuple) -> list[image_folders.DatasetInfo]:
     """The datasets in `roots`, scanned once per `signature` (roots_signature): a rerun costs a few stats."""
     return image_folders.find_datasets([Path(r) for r in roots])

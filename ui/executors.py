@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -21,6 +21,11 @@ from dlguide_core.jobs.executors import registry, tracking
 from dlguide_core.jobs.executors.base import NoOptions, options_from
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from dlguide_core.training.configs import RDZV_BY_SCHEDULER
+from ui.literal_text import unlinked
+
+if TYPE_CHECKING:
+    from dlguide_core.jobs.executors.base import ExecutorOptions
+    from dlguide_core.training.recipes import RecipeConfig
 
 PARTITIONS_TTL_S = 30.0  # sinfo is asked at most this often per session
 LOG_TAIL_LINES = 200
@@ -32,8 +37,8 @@ class RunOn:
     and why it cannot be used (None when it can)."""
 
     executor: str = registry.DEFAULT
-    options: Any = field(default_factory=NoOptions)
-    config_values: dict[str, Any] = field(default_factory=dict)
+    options: ExecutorOptions = field(default_factory=NoOptions)  # the executor's options_cls
+    config_values: dict[str, int | str] = field(default_factory=dict)  # nnodes, nproc_per_node, rdzv_endpoint
     problem: str | None = None
     warnings: tuple[str, ...] = ()
 
@@ -43,10 +48,10 @@ def run_on(name: str) -> RunOn:
     choices = {c.name: c for c in registry.choices()}
     picked = st.radio("Run on", list(choices), horizontal=True, key=f"train_{name}_run_on",
                       format_func=lambda n: choices[n].label + ("" if choices[n].ok else " (unavailable)"),
-                      captions=[c.reason or "" for c in choices.values()])
+                      captions=[unlinked(c.reason or "") for c in choices.values()])  # `http://HEAD:8265`: no link
     choice = choices[picked]
     if not choice.ok:
-        st.warning(f"{choice.label} cannot be used here: {choice.reason}", icon=":material/block:")
+        st.warning(f"{choice.label} cannot be used here: {unlinked(choice.reason or '')}", icon=":material/block:")
         return RunOn(picked, problem=f"{choice.label}: {choice.reason}")
     if picked == "slurm":
         return _slurm_fields(name)
@@ -99,7 +104,7 @@ def _slurm_fields(name: str) -> RunOn:
     executor = registry.get_executor("slurm")
     options = options_from(executor.options_cls, {"partition": partition, "account": account, "time": limit,
                                                   "requeue": requeue})
-    values = {"nnodes": int(nodes), "nproc_per_node": int(per_node),
+    values: dict[str, int | str] = {"nnodes": int(nodes), "nproc_per_node": int(per_node),
               "rdzv_endpoint": RDZV_BY_SCHEDULER if nodes > 1 else ""}
     warnings = executor.submit_warnings(options)
     for warning in warnings:
@@ -107,7 +112,7 @@ def _slurm_fields(name: str) -> RunOn:
     return RunOn("slurm", options, values, None, warnings)
 
 
-def submit(store: JobStore, recipe: str, config: Any, where: RunOn, owner: str | None = None) -> Job:
+def submit(store: JobStore, recipe: str, config: RecipeConfig, where: RunOn, owner: str | None = None) -> Job:
     """Queue here (the local queue) or hand the job to the chosen scheduler, as `owner` (None: the OS user)."""
     if where.problem:
         raise DlguideError(where.problem)

@@ -3,8 +3,9 @@ TensorFlow recipes alike), keyed by the recipe config's field name."""
 
 from __future__ import annotations
 
-MAX_STEPS_RULE = ("Max steps wins over Epochs: the run stops at whichever limit it reaches first, so Epochs 2 "
-                  "with Max steps 20 stops after 20 steps, inside the first epoch when an epoch is longer.")
+MAX_STEPS_RULE = ("The run stops at whichever limit comes first, Epochs or Max steps: Epochs 2 with Max steps 20 "
+                  "stops after 20 steps (inside the first epoch when an epoch is longer), or after 2 epochs when "
+                  "they take fewer than 20 steps.")
 
 FIELD_HELP: dict[str, str] = {
     "epochs": "Full passes over the training split. " + MAX_STEPS_RULE,

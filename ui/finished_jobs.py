@@ -6,13 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dlguide_core import settings
-from dlguide_core.jobs.job import display_label
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from ui.evaluation import evaluation_form
+from ui.job_view import picker_label
 
 
 def export_section(store: JobStore, all_jobs: list[Job]) -> None:
-    labels = {j.id: display_label(j) for j in all_jobs}
+    labels = {j.id: picker_label(j) for j in all_jobs}  # every job picker of the page in one format
     job_id = st.selectbox("Export a job's metrics", list(labels), key="train_export_job",
                           format_func=lambda i: labels.get(i, i))
     st.download_button("Download CSV", store.export_csv(job_id), file_name=f"{job_id}.csv", mime="text/csv",
@@ -37,8 +37,8 @@ def evaluate_section(all_jobs: list[Job]) -> None:
     by_id = {j.id: j for j in done}
     if st.session_state.get("train_eval_job") not in by_id:
         st.session_state.pop("train_eval_job", None)
-    job = by_id[st.selectbox("Job", list(by_id), key="train_eval_job",
-                             format_func=lambda i: f"{display_label(by_id[i])} · {by_id[i].status}")]
+    job = by_id[st.selectbox("Job to evaluate", list(by_id), key="train_eval_job",  # not a second "Job"
+                             format_func=lambda i: picker_label(by_id[i]))]
     if (checkpoint := job.checkpoint_file) is None:  # deleted since the list was made
         st.info(f"The checkpoint of {job.id} is gone.")
         return

@@ -193,8 +193,10 @@ def _log_tab(job: Job) -> int:
 
 
 def picker_label(job: Job) -> str:
-    """The picker's line for a job: its name, its state, then its id."""
-    return f"{display_name(job)} · {status_word(job)} · {job.id}"
+    """The picker's line for a job: its name, then its id. Nothing in it changes while the job runs (issue 43: its
+    state, and an unnamed job's start time, changed in its first seconds; a new label re-selects the job, which
+    closed the list under the visitor's click): the table and the summary say its state."""
+    return f"{job.name or job.recipe} · {job.id}"  # the id holds when it was created
 
 
 def picked_job(store: JobStore, jobs: list[Job], summaries: dict[str, JobSummary]) -> int:

@@ -8,17 +8,20 @@ status as the store has it: queued, running, or failed with its reason."""
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
 from dlguide_core.jobs import launch
 from dlguide_core.jobs.background import dispatch_in_background
-from dlguide_core.jobs.job import status_word
+from dlguide_core.jobs.job import display_name, status_word
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, JobSummary
 from ui.cache import app_scheduler_watcher
 from ui.durations import duration_text
 from ui.executors import job_note, scheduler_banner, where
 from ui.job_view import picked_job, select_job
+from ui.literal_text import literal
 from ui.live_curves import join_comparison, live_curves
 from ui.polling import curves_interval, live_fragment
 from ui.tables import with_dashes
@@ -60,20 +63,37 @@ def start_feedback(store: JobStore, by_id: dict[str, Job]) -> None:
     if job.framework == "pytorch" and "batch_size" in job.config:
         batch = ": " + launch.describe_batch(job.config["batch_size"], job.config.get("nproc_per_node", 1),
                                              job.config.get("nnodes", 1))
+    who = f"{literal(display_name(job))} (job {job.id})"  # the run's name first, the id secondary (issue 43)
     on = f" on {job.executor} as {job.external_id}" if job.external_id else ""  # handed to Slurm or Ray
     if job.status == "queued" and on:  # the scheduler starts it
-        st.info(f"Job {job.id} queued{on}{batch}.", icon=":material/hourglass_top:")
+        st.info(f"{who} queued{on}{batch}.", icon=":material/hourglass_top:")
     elif job.status == "queued":
         busy = sum(1 for j in by_id.values() if j.status == "running")
-        st.info(f"Job {job.id} is queued{batch}. " + (f"It starts when a device is free ({busy} running)."
+        st.info(f"{who} is queued{batch}. " + (f"It starts when a device is free ({busy} running)."
                 if busy else "Starting its process…"), icon=":material/hourglass_top:")
     elif job.status == "running":
-        st.success(f"Job {job.id} running{on}{batch}.", icon=":material/rocket_launch:")
+        st.success(f"{who} running{on}{batch}.", icon=":material/rocket_launch:")
     elif job.status == "failed":
-        st.error(f"Job {job.id} failed: {job.error or 'no reason recorded (see its log below)'}",
+        st.error(f"{who} failed: {job.error or 'no reason recorded (see its log below)'}",
                  icon=":material/error:")
     else:
-        st.info(f"Job {job.id} {job.status}.", icon=":material/flag:")
+        st.info(f"{who} {job.status}.", icon=":material/flag:")
+
+
+MESSAGE_KEPT_S = 30.0  # a confirmation stays this long, through the panel's polls (issue 43: gone in 2-3 s)
+MESSAGE_KEYS = ("train_notice", "train_refusal")
+
+
+def kept_message(key: str) -> str | None:
+    """The message an action left under `key` (a text), shown on every run of the panel for MESSAGE_KEPT_S, or
+    until the next action leaves another; None after that."""
+    fresh = st.session_state.pop(key, None)
+    if fresh is not None:
+        for other in MESSAGE_KEYS:  # the newest action's message replaces the one before (a refusal, a notice)
+            st.session_state.pop(f"{other}_kept", None)
+        st.session_state[f"{key}_kept"] = (str(fresh), time.monotonic() + MESSAGE_KEPT_S)
+    text, until = st.session_state.get(f"{key}_kept", (None, 0.0))
+    return text if time.monotonic() < until else None
 
 
 def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
@@ -95,8 +115,8 @@ def job_table(store: JobStore, jobs: list[Job]) -> dict[str, JobSummary]:
     if (frame["runs on"] == "this machine").all():
         frame = frame.drop(columns=["runs on"])
     st.dataframe(with_dashes(frame), hide_index=True, key="train_jobs_table",
-                 column_config={"epoch": st.column_config.NumberColumn("epoch", help="Epoch the last step was in "
-                                                                       "(1 = the first)")})
+                 column_config={"epoch": st.column_config.TextColumn("epoch", help="Epoch the last step was in "
+                                                                     "(1 = the first)")})  # "—" before a step
     return summaries
 
 
@@ -110,9 +130,9 @@ def _panel(store: JobStore) -> tuple[bool, tuple]:
         dispatch_in_background(store)  # the queue moves with no daemon: whoever looks starts what fits
     by_id = {j.id: j for j in jobs}
     start_feedback(store, by_id)
-    if notice := st.session_state.pop("train_notice", None):
+    if notice := kept_message("train_notice"):
         st.success(notice, icon=":material/check:")
-    if refusal := st.session_state.pop("train_refusal", None):
+    if refusal := kept_message("train_refusal"):
         st.error(refusal, icon=":material/block:")
     top = st.columns([6, 1], vertical_alignment="bottom")
     top[1].button("Refresh", key="train_refresh", icon=":material/refresh:",

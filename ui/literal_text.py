@@ -7,6 +7,7 @@ ASCII punctuation character, which CommonMark shows as the character itself, so 
 
 from __future__ import annotations
 
+import re
 import string
 
 _ESCAPES = {ord(c): "\\" + c for c in string.punctuation}
@@ -15,3 +16,12 @@ _ESCAPES = {ord(c): "\\" + c for c in string.punctuation}
 def literal(text: object) -> str:
     """`text` as a Markdown fragment that renders exactly as written (one line: newlines become spaces)."""
     return " ".join(str(text).splitlines()).translate(_ESCAPES)
+
+
+_BARE_URL = re.compile(r"(?<![`\w])([A-Za-z][A-Za-z0-9+.-]*://[^\s`]*[^\s`.,;:)])")
+
+
+def unlinked(text: str) -> str:
+    """Our own Markdown message with every bare URL in a code span (issue 43: the Ray hint's placeholder
+    `http://HEAD:8265` rendered as a link to nowhere); text already in backticks is left as it is."""
+    return _BARE_URL.sub(r"`\1`", text)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dlguide_core.data.class_words import readable_names
 from dlguide_core.jobs.catalog import is_training
-from dlguide_core.jobs.job import display_label
+from dlguide_core.jobs.job import display_label, display_name
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore
 from dlguide_core.training.diagnostics import training_warnings
 from dlguide_core.training.metrics import downsample, stride
@@ -30,6 +30,13 @@ def join_comparison(job_id: str) -> None:
     st.session_state.setdefault(CHOICE, [job_id])
 
 
+def chip_labels(runs: list[Job]) -> dict[str, str]:
+    """A run's chip: its name alone (issue 43: the id after it pushed the name out of the chip); the id after a
+    name two runs share, so that each chip still names one run."""
+    names = [display_name(j) for j in runs]
+    return {j.id: name if names.count(name) == 1 else display_label(j) for j, name in zip(runs, names, strict=True)}
+
+
 def view_controls(runs: list[Job]) -> list[str]:
     ids = [j.id for j in runs]
     if "train_view_jobs" in st.session_state:  # the widget's own state, this visit
@@ -40,9 +47,9 @@ def view_controls(runs: list[Job]) -> list[str]:
              if any(j.status == status for j in runs)), ids[:1])
     st.session_state["train_view_jobs"] = [i for i in chosen if i in ids]
     c1, c2, c3 = st.columns([4, 2, 1], vertical_alignment="bottom")
-    by_id = {j.id: j for j in runs}
+    labels = chip_labels(runs)
     picked = c1.multiselect("Runs to show (several overlay)", ids, key="train_view_jobs",
-                            format_func=lambda i: display_label(by_id[i]) if i in by_id else str(i))
+                            format_func=lambda i: labels.get(i, str(i)))
     c2.slider("Smoothing (EMA)", 0.0, 0.99, 0.6, 0.01, key="train_smoothing")
     c3.toggle("Log scale", key="train_log_y")
     st.session_state[CHOICE] = list(picked)

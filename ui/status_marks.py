@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ui.tables import with_dashes
+
 OK_COLOUR, BAD_COLOUR = "#1a7f37", "#cf222e"
 
 
@@ -17,4 +19,4 @@ def coloured(frame: pd.DataFrame, column: str, good: tuple[str, ...] = ("yes", "
     def colour(value: str) -> str:
         return f"color: {OK_COLOUR if value in good else BAD_COLOUR}; font-weight: 600"
 
-    return frame.style.map(colour, subset=[column])
+    return with_dashes(frame).style.map(colour, subset=[column])  # a missing cell: "—", not None

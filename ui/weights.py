@@ -48,7 +48,11 @@ def checkpoint_runs() -> dict[str, str]:
 def checkpoint_label(weights: str, runs: dict[str, str]) -> str:
     """A job's checkpoint by its run's name, the job id after it ("checkpoint of baseline (20261127-…)"); a file
     no job knows (deleted, another store) by its path."""
+    from dlguide_core.vision.models import taught_dir
+
     job_id = Path(weights).parent.name
+    if Path(weights).parent == taught_dir():  # saved by the Teach flow (ui.teach)
+        return f"taught on this page: {Path(weights).name}"
     return f"checkpoint of {runs[job_id]} ({job_id})" if job_id in runs else f"checkpoint: {weights}"
 
 

@@ -14,14 +14,18 @@ the photo and what the model saw itself, and keeps the attract view, "Start over
         200 image/jpeg        the Grad-CAM of class N over what the model saw
     anything else under {base}/_booth/                  404; a method other than POST: 405
     every error                                         {"error": "one line"}: 400 a bad photo or request,
-                                                        403 no XSRF token, 413 too large, 503 the model could not answer
+                                                        403 no XSRF token, 408 the body came too slowly, 413 too
+                                                        large, 429 too many at once from one address, 503 the model
+                                                        could not answer (another origin's page: 403, plain text)
 
 The same XSRF double-submit check as Streamlit's own uploads (the `_streamlit_xsrf` cookie and an `X-Xsrftoken`
 header; on unless server.enableXsrfProtection is off), the same size cap (server.maxUploadSize, at most
-vision.images.MAX_FILE_BYTES), and at most INFLIGHT_BATCHES batches' worth of requests received and worked on at
-once (the others wait, their bodies unread). Nothing is kept after the answer: no photo, no file, no log line with
-a visitor's data. serve.py puts `BoothApi` in every server's middleware (the full app has a Booth page too), behind
-the host check and, in the full app, the token gate.
+vision.images.MAX_FILE_BYTES). A body is read whole first, on a deadline and at a minimum rate (web.bodies: a
+stalled one gets 408 and holds no turn), then at most INFLIGHT_BATCHES batches' worth of requests are worked on at
+once, and DLGUIDE_CLIENT_SLOTS of one client address (the others wait, behind their own address's). Nothing is
+kept after the answer: no photo, no file, no log line with a visitor's data. serve.py puts `BoothApi` in every
+server's middleware (the full app has a Booth page too), behind the host and Origin checks and, in the full app,
+the token gate.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from ui.booth import upload_cap
+from web import booth_teach
+from web.bodies import BodyRefused, ClientSlots, read_body
 
 if TYPE_CHECKING:
     from dlguide_core.booth import Predictor
@@ -45,7 +52,8 @@ if TYPE_CHECKING:
 # forming; the rest wait unread, holding nothing (a request in the work holds its photo's bytes, image and row).
 INFLIGHT_BATCHES = 2
 NAME_CHARS = 80  # a photo's name is only ever quoted in an error line
-ROUTES = ("classify", "heatmap")
+INDEX_DIGITS = 6  # a class index: no model here has a million classes (5,000 digits cost int() its time)
+ROUTES = ("classify", "heatmap", "teach", "learn", "forget")  # the last three: web/booth_teach.py (issue 44)
 LOG = logging.getLogger("dlguide.booth_api")
 
 Served = Callable[[], "tuple[LoadedModel, Predictor]"]
@@ -60,10 +68,10 @@ class ApiError(Exception):
 def served_booth() -> tuple[LoadedModel, Predictor]:
     """The booth page's own model and predictor (ui.cache, warmed by serve.py): one worker batches every visitor."""
     from dlguide_core import booth
-    from ui.cache import booth_runner, get_model
+    from ui.cache import booth_predictor, get_model
 
     loaded = get_model(booth.booth_weights())
-    return loaded, booth_runner(loaded)
+    return loaded, booth_predictor(loaded)
 
 
 class BoothApi:
@@ -78,6 +86,7 @@ class BoothApi:
         base = base_url.strip("/")
         self.prefix = f"/{base}/_booth/" if base else "/_booth/"
         self.turns = asyncio.Semaphore(inflight)
+        self.slots = ClientSlots()  # per client address: bodies under way, and turns (issue 43, P2 and P5)
         # The threads that wait on a request's work (the image threads and the worker do it), one per request in the
         # work: the executor starts them as they are first needed and keeps them.
         self.pool = ThreadPoolExecutor(max_workers=inflight, thread_name_prefix="booth-request")
@@ -98,13 +107,35 @@ class BoothApi:
                 raise ApiError(405, "the booth's routes take a photo by POST")
             check_xsrf(scope)
             query = {k: v[-1] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-            async with self.turns:
-                data = await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap())
+            query.update(booth_teach.visitor_fields(scope))  # the Teach tab's visitor (header), never the URL's
+            if route in booth_teach.TEACH_ROUTES:
+                body, content_type = await booth_teach.dispatch(self, route, scope, receive, query)
+                await respond(send, 200, body, content_type)
+                return
+            data = await self.receive_body(scope, receive)  # before any slot: a slow body holds none (issue 43)
+            async with self.slot(scope):
                 body, content_type = await asyncio.get_running_loop().run_in_executor(
                     self.pool, self.answer, route, data, query)
             await respond(send, 200, body, content_type)
         except ApiError as exc:
-            await respond(send, exc.status, json.dumps({"error": str(exc)}).encode(), "application/json")
+            await respond(send, exc.status, json.dumps({"error": str(exc)}).encode(), "application/json",
+                          close=exc.status == 408)
+
+    async def receive_body(self, scope, receive, what: str = "the photo") -> bytes:
+        """The request's body, read whole (web.bodies: a deadline, a minimum rate, this route's size cap) before
+        it takes a slot; at most CLIENT_PENDING at once from one address. Refusals are ApiErrors."""
+        try:
+            async with self.slots.receiving(self.slots.client(scope)):
+                return await read_body(receive, self.max_bytes if self.max_bytes is not None else upload_cap(),
+                                       what=what)
+        except BodyRefused as exc:
+            raise ApiError(exc.status, str(exc)) from None
+
+    @asynccontextmanager
+    async def slot(self, scope) -> AsyncIterator[None]:
+        """A turn of this client address (at most DLGUIDE_CLIENT_SLOTS at once), then one of the route's."""
+        async with self.slots.turn(self.slots.client(scope)), self.turns:
+            yield
 
     def answer(self, route: str, data: bytes, query: dict[str, str]) -> tuple[bytes, str]:
         from dlguide_core import booth_photos
@@ -113,13 +144,16 @@ class BoothApi:
         name = photo_name(query.get("name", ""))
         try:
             loaded, predictor = self.served()
+            teaching, head = booth_teach.head_for(query)  # a Teach visitor's head (issue 44), None for others
             if route == "classify":
-                result = booth_photos.answer_photo(loaded, predictor, data, name)
-                return json.dumps(booth_photos.answer_json(result)).encode(), "application/json"
+                result = booth_photos.answer_photo(loaded, predictor, data, name, head=head)
+                return json.dumps(booth_photos.answer_json(result, taught_flags=teaching)).encode(), "application/json"
             index = query.get("index", "")
-            if not index.isdigit():
-                raise ApiError(400, "heatmap needs ?index=N, the class to explain")
-            return booth_photos.heatmap_jpeg(loaded, predictor, data, name, int(index)), "image/jpeg"
+            if not re.fullmatch(f"[0-9]{{1,{INDEX_DIGITS}}}", index):  # ASCII only: "²", "١" are digits to str
+                raise ApiError(400, "heatmap needs ?index=N, the class to explain (a whole number, ASCII digits)")
+            return booth_photos.heatmap_jpeg(loaded, predictor, data, name, int(index), head), "image/jpeg"
+        except booth_teach.TeachRefused as exc:
+            raise ApiError(exc.status, str(exc)) from None
         except (ImageError, UsageError) as exc:
             raise ApiError(400, str(exc)) from None
         except DlguideError as exc:
@@ -151,27 +185,10 @@ def check_xsrf(scope) -> None:
         raise ApiError(403, "XSRF token missing or invalid: reload the page")
 
 
-async def read_body(receive, max_bytes: int) -> bytes:
-    """The request's body, refused (413) as soon as it passes `max_bytes`: never held beyond the cap."""
-    chunks, total = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ApiError(400, "the photo did not arrive whole")
-        chunk = message.get("body", b"")
-        total += len(chunk)
-        if total > max_bytes:
-            raise ApiError(413, f"the photo is too large (over {max_bytes // 2**20} MB)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    if not total:
-        raise ApiError(400, "no photo came with the request")
-    return b"".join(chunks)
-
-
-async def respond(send, status: int, body: bytes, content_type: str) -> None:
+async def respond(send, status: int, body: bytes, content_type: str, close: bool = False) -> None:
+    """The answer; `close` ends the connection after it (a body refused unread is not waited for)."""
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
-                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})
+                            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+                            *([(b"connection", b"close")] if close else [])]})
     await send({"type": "http.response.body", "body": body})

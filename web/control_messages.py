@@ -10,9 +10,13 @@ says for whoever sent it:
   its next Streamlit call. A client sending 100 at once kept the server from answering its health check for
   31-36 s (300: over 60 s): dozens of script threads ran at once. Here a session runs one script at a time: a
   rerun while its script runs interrupts it only within a small budget (INTERRUPT_BURST, then INTERRUPT_PER_S,
-  so a visitor's clicks stay quick); past that it is held, the newest per fragment, and delivered when the run
-  finishes (seen in the `script_finished` message the session sends its browser), or after STUCK_S. The
-  browser's latest widget state always arrives; a flood costs a few runs.
+  so a visitor's clicks stay quick); past that it is held, and delivered when the run finishes (seen in the
+  `script_finished` message the session sends its browser), or after STUCK_S. A session holds ONE rerun: a newer
+  one replaces it, and two of different fragments (or a fragment's and the page's) become one run of the page with
+  the newest one's state, which runs every fragment (issue 43, P3: held per fragment id, which the client picks,
+  2,000 reruns x 64 KB with unique ids held 190 MB after their session closed). The browser sends every widget's
+  state with each rerun, so the latest state always arrives; a flood costs a few runs. A session's held rerun is
+  dropped when it disconnects or closes.
 serve.py installs this once, before the server starts (`install`).
 """
 
@@ -22,7 +26,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
 
 DROPPED = frozenset({"clear_cache", "set_run_on_save", "load_git_info"})
 INTERRUPT_BURST = 3  # reruns that may stop a run under way, at once (a few quick clicks)
@@ -35,12 +43,18 @@ SWEEP_EVERY = 256  # messages between two sweeps of forgotten sessions
 LOG = logging.getLogger("dlguide.control")
 
 
+@dataclass(frozen=True)
+class Held:
+    msg: BackMsg  # its rerun_script: the newest state; its fragment id "" when it became a run of the page
+    deliver: Callable[[], None]
+
+
 @dataclass
 class SessionBudget:
     tokens: float  # interruptions left
     at: float  # when `tokens` was counted, or the session last heard of
     running: bool = False  # a rerun was delivered and its script_finished not seen yet
-    held: dict[str, Callable[[], None]] = field(default_factory=dict)  # fragment id ("" the page) -> delivery
+    held: Held | None = None  # the one rerun waiting for the run under way
     timer: asyncio.TimerHandle | None = None
     warned: bool = False
 
@@ -55,6 +69,7 @@ class ControlPolicy:
         self.seen = 0
         self.dropped = 0
         self.held = 0
+        self.replaced = 0  # held reruns a newer one replaced
         self.delivered = 0
 
     def admit(self, session_id: str, msg, deliver: Callable[[], None]) -> None:
@@ -78,7 +93,12 @@ class ControlPolicy:
             self.run(budget, deliver)
             return
         self.held += 1
-        budget.held[msg.rerun_script.fragment_id] = deliver  # the newest state replaces an older held one
+        if budget.held is not None:
+            self.replaced += 1
+            if budget.held.msg.rerun_script.fragment_id != msg.rerun_script.fragment_id:
+                msg.rerun_script.fragment_id = ""  # what both asked for: the page's run covers every fragment
+                msg.rerun_script.is_auto_rerun = False
+        budget.held = Held(msg, deliver)  # the newest state replaces the older held one
         if budget.timer is None:
             budget.timer = asyncio.get_running_loop().call_later(self.stuck_s, self.finished, session_id)
 
@@ -91,11 +111,15 @@ class ControlPolicy:
         if budget.timer is not None:
             budget.timer.cancel()
             budget.timer = None
-        if budget.held:
-            fragment = next(iter(budget.held))
-            self.run(budget, budget.held.pop(fragment))
-            if budget.held:
-                budget.timer = asyncio.get_running_loop().call_later(self.stuck_s, self.finished, session_id)
+        if budget.held is not None:
+            held, budget.held = budget.held, None
+            self.run(budget, held.deliver)
+
+    def forget(self, session_id: str) -> None:
+        """The session went (its websocket closed, or Streamlit closed it): whatever it held goes with it."""
+        budget = self.sessions.pop(session_id, None)
+        if budget is not None and budget.timer is not None:
+            budget.timer.cancel()
 
     def run(self, budget: SessionBudget, deliver: Callable[[], None]) -> None:
         budget.running = True
@@ -136,13 +160,14 @@ class ControlPolicy:
     def sweep(self) -> None:
         now = self.clock()
         for session_id, budget in list(self.sessions.items()):
-            if not budget.held and now - budget.at > FORGET_AFTER_S:
+            if budget.held is None and now - budget.at > FORGET_AFTER_S:
                 del self.sessions[session_id]
 
 
 def install(runtime_class: type, policy: ControlPolicy | None = None) -> ControlPolicy:
     """Put `policy` in front of `runtime_class.handle_backmsg` (Streamlit's Runtime): every websocket message of
-    every session passes it first. Streamlit's own checks (a stale client, a stopped runtime) stay where they are."""
+    every session passes it first. Streamlit's own checks (a stale client, a stopped runtime) stay where they are.
+    Its disconnect_session and close_session tell the policy first that the session went."""
     original = getattr(runtime_class, "handle_backmsg", None)
     if original is None or getattr(original, "dlguide_policy", None) is not None:
         if original is None:  # checked with 1.67; fail loudly if it moves
@@ -150,10 +175,24 @@ def install(runtime_class: type, policy: ControlPolicy | None = None) -> Control
         return original.dlguide_policy
     chosen = policy or ControlPolicy()
 
+    ends = {name: getattr(runtime_class, name, None) for name in ("disconnect_session", "close_session")}
+    if None in ends.values():  # checked with 1.67; fail loudly if they move
+        raise RuntimeError("streamlit's Runtime.disconnect_session/close_session moved: check web/control_messages.py")
+
     def handle_backmsg(self, session_id: str, msg, *, client=None) -> None:
         chosen.watch(session_id, client)
         chosen.admit(session_id, msg, lambda: original(self, session_id, msg, client=client))
 
+    def ending(name: str, end: Callable[..., None]) -> Callable[..., None]:
+        def session_ends(self, session_id: str, *args, **kwargs) -> None:
+            chosen.forget(session_id)  # its held rerun goes with it (issue 43, P3)
+            end(self, session_id, *args, **kwargs)
+
+        session_ends.__name__ = name
+        return session_ends
+
     handle_backmsg.dlguide_policy = chosen  # type: ignore[attr-defined]
     runtime_class.handle_backmsg = handle_backmsg  # type: ignore[attr-defined]
+    for name, end in ends.items():
+        setattr(runtime_class, name, ending(name, end))  # type: ignore[arg-type]
     return chosen

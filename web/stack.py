@@ -1,6 +1,7 @@
 """The middleware stack serve.py installs in Streamlit's server, and the bounds on what one browser session may
 cost it. serve.py is the launcher (its argv, address, warm-up and main); what stands between a request and Streamlit
-is assembled here, in the order a request meets it: the Host check, the token gate (or the return after sign-in),
+is assembled here, in the order a request meets it: the Host check, the Origin check (web.origin_check, the full app
+and the booth alike), the token gate (or the return after sign-in),
 the upload gate, the booth's route, the compressed static files, then Streamlit's own middleware.
 """
 
@@ -34,6 +35,7 @@ def install_middleware(hosts: list[str], address: str, token: str | None = None)
     from dlguide_core.network import is_loopback
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
     from web.booth_api import BoothApi
+    from web.origin_check import OriginCheck
     from web.sign_in_return import ReturnAfterSignIn
     from web.static_gzip import GzipStatic
     from web.upload_caps import UploadGate
@@ -55,7 +57,9 @@ def install_middleware(hosts: list[str], address: str, token: str | None = None)
         signed = sign_in_configured()
         gate = ([Middleware(ReturnAfterSignIn, base_url=base_url)] if signed else  # issue 31, item 8
                 [] if token is None else [token_gate(token, address, hosts)])
-        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False), *gate,
+        return [Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False),
+                Middleware(OriginCheck),  # no websocket nor POST/PUT from another port's page (issue 43, P1)
+                *gate,
                 Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
                 Middleware(BoothApi, base_url=base_url),  # the booth's photos, answered without a script run (issue 30)
                 Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)

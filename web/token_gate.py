@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 import secrets
 import stat
@@ -28,6 +29,8 @@ TOKEN_ENV = "DLGUIDE_TOKEN"
 TOKEN_FILE = "server-token"
 TOKEN_PARAM = "token"
 MIN_TOKEN_CHARS = 16  # a shorter token on a multi-user host is a guess away
+MIN_TOKEN_DISTINCT = 8  # "a" x 16, "abab…" are no secret
+MIN_TOKEN_BITS = 64  # length x log2(different characters): new_token()'s 43 characters count about 250
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 OPEN_PATHS = ("_stcore/health",)  # "ok" only: probes and serve.wait_healthy need it without a token
 
@@ -46,31 +49,72 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)  # 256 bits, URL-safe (it travels in a query string)
 
 
-def load_token(home: Path) -> ServerToken:
-    """The server's token: DLGUIDE_TOKEN, else `home`/server-token, made (mode 0600) when missing. A file that
-    others can read or that is not ours is replaced: a token others have seen protects nothing."""
+def token_problem(token: str) -> str | None:
+    """Why `token` is too weak to guard a server on a shared machine, or None: it needs MIN_TOKEN_CHARS printable
+    ASCII characters at least (no spaces, no control characters), MIN_TOKEN_DISTINCT different ones, and about
+    MIN_TOKEN_BITS by a plain count (its length x log2 of its different characters: "a" x 16 is 0 bits)."""
+    if len(token) < MIN_TOKEN_CHARS or any(not 33 <= ord(c) <= 126 for c in token):
+        return f"at least {MIN_TOKEN_CHARS} printable ASCII characters with no spaces or control characters"
+    distinct = len(set(token))
+    if distinct < MIN_TOKEN_DISTINCT or len(token) * math.log2(distinct) < MIN_TOKEN_BITS:
+        return (f"varied: at least {MIN_TOKEN_DISTINCT} different characters, and length x log2(different "
+                f"characters) >= {MIN_TOKEN_BITS} (this one has {distinct} different in {len(token)})")
+    return None
+
+
+def load_token(home: Path | None = None) -> ServerToken:
+    """The server's token: DLGUIDE_TOKEN, else `home` (default DLGUIDE_HOME)/server-token, made (mode 0600) when
+    missing. A file that others can read or that is not ours is replaced: a token others have seen protects
+    nothing. Anything that keeps the server from a token it can trust is a TokenRefused (one line, exit 2)."""
     given = os.environ.get(TOKEN_ENV, "").strip()
     if given:
-        if len(given) < MIN_TOKEN_CHARS or any(c.isspace() or ord(c) < 33 for c in given):
-            raise TokenRefused(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} printable characters with no "
-                               f"spaces (python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one)")
+        problem = token_problem(given)
+        if problem:
+            raise TokenRefused(f"{TOKEN_ENV} must be {problem} (python -c 'import secrets; "
+                               f"print(secrets.token_urlsafe(32))' makes one)")
         return ServerToken(given, TOKEN_ENV)
-    path = home / TOKEN_FILE
+    where = str(home / TOKEN_FILE) if home is not None else f"$DLGUIDE_HOME/{TOKEN_FILE}"
     try:
-        info = path.lstat()
-    except FileNotFoundError:
-        info = None
-    if info is not None:
-        private = stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077 and info.st_uid == os.geteuid()
-        value = path.read_text().strip() if private else ""
-        if private and len(value) >= MIN_TOKEN_CHARS:
-            return ServerToken(value, str(path))
-        path.unlink()  # readable by others, not ours, a link or too short: replaced below
-    value = new_token()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(value + "\n")
-    return ServerToken(value, str(path))
+        if home is None:
+            from dlguide_core import settings
+
+            home = settings.home()
+            where = str(home / TOKEN_FILE)
+        return token_file(home / TOKEN_FILE)
+    except OSError as exc:
+        raise TokenRefused(f"cannot keep the server's token in {where}: {exc.strerror or exc} (fix DLGUIDE_HOME, "
+                           f"or set {TOKEN_ENV})") from None
+
+
+def token_file(path: Path) -> ServerToken:
+    """The token kept at `path`, or a new one put there whole: written to a file of its own, then linked into
+    place, which fails if another server got there first (two servers on a fresh home), and then theirs is read."""
+    for _ in range(5):
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            info = None
+        if info is not None:
+            if stat.S_ISDIR(info.st_mode):
+                raise TokenRefused(f"{path} is a directory, not the server's token: remove it (a new token is made) "
+                                   f"or set {TOKEN_ENV}")
+            private = stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077 and info.st_uid == os.geteuid()
+            value = path.read_text().strip() if private else ""
+            if private and len(value) >= MIN_TOKEN_CHARS:
+                return ServerToken(value, str(path))
+            path.unlink(missing_ok=True)  # readable by others, not ours, a link or too short: replaced below
+        draft = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(new_token() + "\n")
+            os.link(draft, path)  # atomic, and never over a file another server has just put there
+        except FileExistsError:
+            continue  # another server made it first: read theirs
+        finally:
+            draft.unlink(missing_ok=True)
+    raise TokenRefused(f"{path} keeps changing (another server replacing it?): stop the other server, or set "
+                       f"{TOKEN_ENV}")
 
 
 def cookie_name(port: int) -> str:
@@ -88,11 +132,19 @@ def entry_url(base: str, token: str, path: str = "/") -> str:
     return f"{base.rstrip('/')}/{path.lstrip('/')}?{TOKEN_PARAM}={quote(token, safe='')}"
 
 
-def refusal_page(port: int) -> bytes:
-    """The 403 page: how to get in, and no secret (not even the token file's full path)."""
-    text = (f"<!doctype html><html><head><meta charset='utf-8'><title>dlguide: token needed</title></head>"
+WRONG_TOKEN = ("<p><b>The token you came with is not this server's</b>: it was cut or mistyped, it is another "
+               "dlguide's, or this one's token has changed since. Use the address it printed this time.</p>")
+
+
+def refusal_page(port: int, wrong: bool = False) -> bytes:
+    """The 403 page: how to get in, and no secret (not even the token file's full path); `wrong`: a token (in the
+    address or a cookie) came and is not this server's, which the page says first (issue 43: a wrong token showed
+    the page of no token)."""
+    title, heading = ("token not accepted", "This token is not this dlguide's") if wrong else (
+        "token needed", "This dlguide asks for its token")
+    text = (f"<!doctype html><html><head><meta charset='utf-8'><title>dlguide: {title}</title></head>"
             f"<body style='font-family:sans-serif;max-width:40em;margin:3em auto;line-height:1.5'>"
-            f"<h1>This dlguide asks for its token</h1>"
+            f"<h1>{heading}</h1>" + (WRONG_TOKEN if wrong else "") +
             f"<p>It is somebody's dashboard on a shared machine, so it only opens with the address that "
             f"<code>make run</code> printed when it started: <code>http://127.0.0.1:{port}/?token=…</code>.</p>"
             f"<p>If you started it: the token is also in the file <code>{TOKEN_FILE}</code> in your "
@@ -136,7 +188,7 @@ class TokenGate:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})  # before accept: the server answers 403
             return
-        body = refusal_page(self.port)
+        body = refusal_page(self.port, wrong=bool(given) or self.stale_cookie(scope.get("headers", [])))
         await send({"type": "http.response.start", "status": 403,
                     "headers": [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store"),
                                 (b"content-length", str(len(body)).encode())]})
@@ -159,6 +211,11 @@ class TokenGate:
                 if scheme.lower() == b"token" and self.same(credential.strip(), self.token):
                     return True
         return False
+
+    def stale_cookie(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """Whether the request carries this port's token cookie (one that did not let it in: another token's)."""
+        return any(item.strip().partition(b"=")[0] == self.cookie_name for name, value in headers
+                   if name.lower() == b"cookie" for item in value.split(b";"))
 
     async def let_in(self, scope, send, rest: list[tuple[str, str]]) -> None:
         """303 to the same address without the token, setting the cookie (HttpOnly, SameSite=Lax)."""

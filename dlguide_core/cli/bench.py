@@ -5,7 +5,8 @@ table); a precision or target the installed MIGraphX refuses is that row's one-l
 Prints a JSON list of rows {backend, provider, batch_size, p50_ms, p95_ms, images_per_s,
 max_abs_diff, top1_agree, top5_agree, setup_s, disturbed}; a backend that cannot run here gets a row
 with `error` saying why. `disturbed` says what else ran on this machine while the row was measured
-("1 running job": the job store's jobs here), null when nothing did: such a latency is not the backend's own.
+("1 running job": the job store's jobs here; "other processes: 1.4 of 2 cores": the machine's load from
+/proc/stat, less this process's own), null when nothing did: such a latency is not the backend's own.
 The table (without --json) adds each row's speed-up over the torch row.
 
 Exit codes:

@@ -9,9 +9,10 @@ for it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
-from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, download_progress, positive_int
+from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, TerminalSafe, download_progress, positive_int
 from dlguide_core.inference.names import BASELINE
 from dlguide_core.vision.architectures import weights_help
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
                                   backend=BASELINE, k=args.top, batch_size=args.batch_size)  # eager PyTorch, fp32
     if args.json:
         print(results_json(results, run))
-    else:
+        return EXIT_FAILED if any(r.error for r in results) else EXIT_OK
+    with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):  # a checkpoint's class names, a file's name
         for r in results:
             if r.error:
                 print(f"{r.image}: ERROR {r.error}")

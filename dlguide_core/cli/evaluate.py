@@ -9,6 +9,7 @@ torch is imported inside `run` only: `python -m dlguide_core --help` stays light
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from dlguide_core.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    TerminalSafe,
     add_field_flags,
     dataset_path,
     download_progress,
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(payload, indent=2))
         return EXIT_OK
-    _print_text(payload)
+    with contextlib.redirect_stdout(TerminalSafe(sys.stdout)):  # class names come from folders and checkpoints
+        _print_text(payload)
     return EXIT_OK
 
 

@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     resume = sub.add_parser("resume", help="continue a cancelled, interrupted or failed job")
     resume.add_argument("id")
     resume.add_argument("--detach", action="store_true", help="queue it and return at once")
-    export = sub.add_parser("export", help="per-step metrics as CSV on stdout, or as TensorBoard event files")
+    export = sub.add_parser("export", help="per-step metrics as CSV on stdout (an epoch's scores on its last step's "
+                            "row), or as TensorBoard event files")
     export.add_argument("id")
     form = export.add_mutually_exclusive_group(required=True)
     form.add_argument("--csv", action="store_true", help="CSV on stdout")
@@ -125,8 +126,19 @@ def _list(store: JobStore, args: argparse.Namespace) -> int:
         progress = f"step {row.step or 0}/{row.total_steps or '?'}"
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(job.created))
         print(f"{job.id:<24}  {job.recipe:<14} {job.status:<11} {progress:<18} {when:<16}  {job.name or '-'}"
-              + (f"  {job.error}" if job.error else "") + ("  (unknown here)" if _unknown_here(args, job) else ""))
+              + (f"  {short_error(job.error)}" if job.error else "")
+              + ("  (unknown here)" if _unknown_here(args, job) else ""))
     return 0
+
+
+def short_error(error: str, limit: int = 100) -> str:
+    """A job's error as a table row holds it: its first sentence, at most `limit` characters, then "..." when
+    there is more (the whole text is in `jobs show ID`; issue 43: a 4-sentence error filled a row)."""
+    text = " ".join(error.split())
+    cut = text.find(". ")
+    first = text[:cut + 1] if cut >= 0 else text
+    first = first if len(first) <= limit else first[:limit].rstrip()
+    return first if first == text else first + " ..."
 
 
 def _show(store: JobStore, args: argparse.Namespace) -> int:

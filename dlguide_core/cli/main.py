@@ -16,6 +16,7 @@ import errno
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from dlguide_core import __version__, threads
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_USAGE, EXIT_WEIGHTS
@@ -27,14 +28,18 @@ from dlguide_core.errors import (
     UsageError,
     WeightsUnavailable,
 )
+from dlguide_core.jobs import store_url
 
 EXIT_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose reader closed the pipe
 USAGE_ERRNOS = {errno.ENAMETOOLONG, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EACCES}
-COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate", "store")
+COMMAND_MODULES = ("devices", "classify", "train", "jobs", "prepare", "export", "bench", "evaluate", "store",
+                   "teach")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dlguide_core",
+    # the usage line names the command as the user typed it: `dlguide ...` (installed), else the module
+    prog = "dlguide" if Path(sys.argv[0]).name == "dlguide" else "python -m dlguide_core"
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Inception v3 case study of the ROCm Deep Learning Guide, headless.")
     parser.add_argument("--version", action="version", version=f"dlguide {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -46,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # exits 2 on usage errors
     threads.declare(process_kind(args))  # before any command imports torch (OpenMP reads its environment once)
+    store_url.absolute_environment()  # a relative DLGUIDE_STORE_URL means this directory, for every job it starts
     try:
         return int(args.func(args))
     except WeightsUnavailable as exc:

@@ -127,12 +127,27 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = open_store()
     if args.detach:
+        _fetch_imagenet_weights(args.recipe, cfg)
         job = queue.submit(store, args.recipe, cfg)
         print(json.dumps({"job_id": job.id}) if args.json else f"job {job.id} {job.status}; "
               f"follow it with `python -m dlguide_core jobs show {job.id}`")
         return EXIT_OK
     job = foreground.start(store, args.recipe, cfg)  # running in this process: no dispatcher can take it
     return run_foreground(store, job.id, args.json)
+
+
+def _fetch_imagenet_weights(recipe_name: str, cfg: Any) -> None:
+    """A detached job's ImageNet weights, fetched now (cached: nothing to do): offline without the file, the
+    submitter gets the one-line reason (WeightsUnavailable, exit 3), not a queued job that fails (issue 43)."""
+    recipe = get_recipe(recipe_name)
+    if recipe.framework != "pytorch" or recipe.arch is None or getattr(cfg, "weights", None) != "imagenet":
+        return
+    from dlguide_core.cli.common import download_progress
+    from dlguide_core.vision import architectures, models
+
+    spec = architectures.architecture(recipe.arch)
+    if spec.imagenet is not None and not models.imagenet_weights_path(spec).is_file():
+        models.fetch_imagenet_weights(download_progress(spec.imagenet.filename), spec)
 
 
 def submit_elsewhere(args: argparse.Namespace) -> int:

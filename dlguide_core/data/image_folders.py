@@ -21,8 +21,8 @@ from dlguide_core.data.class_words import readable_names
 from dlguide_core.data.safe_folders import MAX_EXAMPLES, SafeImageFolder, SkippedFiles, class_folders, scan
 from dlguide_core.errors import DatasetError
 from dlguide_core.vision import architectures, presets
+from dlguide_core.vision.images import IMAGE_SUFFIXES
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".gif")
 VAL_NAMES = ("val", "test")
 
 

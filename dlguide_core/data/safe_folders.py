@@ -20,7 +20,7 @@ from typing import Any
 from dlguide_core import settings
 from dlguide_core.errors import DatasetError, ImageError
 from dlguide_core.torchvision_lib import datasets
-from dlguide_core.vision.images import image_file_problem, load_image
+from dlguide_core.vision.images import IMAGE_SUFFIXES, image_file_problem, load_image
 
 MAX_SKIPPED_FRACTION = 0.01  # 1% of a split: more is a broken copy of the dataset, and training stops
 TOLERATED_FILES = 3  # ... unless it is only this many (1% of a 100-image split would be one file)
@@ -100,6 +100,8 @@ class SafeImageFolder(datasets.ImageFolder):
 
     def make_dataset(self, directory: Any, class_to_idx: Any, extensions: Any = None, is_valid_file: Any = None,
                      allow_empty: bool = False) -> Any:
+        if extensions is not None:  # torchvision's IMG_EXTENSIONS lists .tif, .ppm...: files the decoders refuse
+            extensions = IMAGE_SUFFIXES
         try:
             return super().make_dataset(directory, class_to_idx, extensions, is_valid_file, allow_empty=allow_empty)
         except FileNotFoundError as exc:  # torchvision's "Found no valid file for the classes ...": one line

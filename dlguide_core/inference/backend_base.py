@@ -11,7 +11,10 @@ model's preset, so every backend sees the very same tensor.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -134,6 +137,14 @@ class Backend(ABC):
     def run(self, batch: torch.Tensor) -> torch.Tensor:
         """(B, 3, crop, crop) preprocessed float32 -> (B, C) float32 logits on the CPU."""
 
+    def run_features(self, batch: torch.Tensor) -> Outputs:
+        """One forward, both heads: (B, C) logits and the (B, D) pooled features the classifier multiplies (issue
+        44: the booth's Teach). Every backend gives them from its own run (the ONNX export's second output); this
+        default, for a graph without that output (a torch.compile child, a .mxr compiled elsewhere), runs the
+        batch through the eager model instead."""
+        assert self.loaded is not None, "prepare the backend first"
+        return eager_outputs(self.loaded, batch)
+
     def _export(self, loaded: LoadedModel, progress: Progress) -> OnnxExport:
         progress("Reusing the ONNX export cached for these weights…" if export_cached(loaded) else
                  "Exporting to ONNX (once per weights: the file is then cached by their hash)…", 0.1)
@@ -176,6 +187,67 @@ def sample_batch(loaded: LoadedModel, batch_size: int) -> torch.Tensor:
     batch = preprocess(photos, loaded.preset)  # (n_photos, 3, crop, crop)
     repeats = -(-batch_size // len(batch))
     return batch.repeat(repeats, 1, 1, 1)[:batch_size].contiguous()
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """A forward's two heads, on the CPU: the classifier's logits and the pooled features it multiplies."""
+
+    logits: torch.Tensor  # (B, C) float32
+    features: torch.Tensor  # (B, D) float32 (D = 2048 for Inception v3)
+
+
+_BODIES: weakref.WeakKeyDictionary[nn.Module, nn.Module] = weakref.WeakKeyDictionary()
+_BODIES_LOCK = threading.Lock()
+
+
+def head_layer(loaded: LoadedModel) -> nn.Linear:
+    """The architecture's classifier layer (`Architecture.head`): features in, logits out."""
+    from dlguide_core.vision.architectures import architecture
+
+    layer = loaded.model.get_submodule(architecture(loaded.arch).head)
+    if not isinstance(layer, nn.Linear):
+        raise BackendError(f"{loaded.arch}'s head is not a linear layer")
+    return layer
+
+
+def model_body(loaded: LoadedModel) -> nn.Module:
+    """`loaded.model` up to its head: the same modules and weights (nothing copied), the head an identity, so its
+    forward returns the pooled features. Made once per model; a thread-safe alternative to a forward hook."""
+    with _BODIES_LOCK:
+        body = _BODIES.get(loaded.model)
+        if body is None:
+            from dlguide_core.vision.architectures import architecture
+
+            path = architecture(loaded.arch).head
+            owner_path, _, attr = path.rpartition(".")
+            body = _shallow(loaded.model)
+            owner = body
+            for part in owner_path.split(".") if owner_path else []:  # copy the chain down to the head's owner
+                child = _shallow(owner._modules[part])
+                owner._modules[part] = child
+                owner = child
+            owner._modules[attr] = nn.Identity()
+            _BODIES[loaded.model] = body
+        return body
+
+
+def _shallow(module: nn.Module) -> nn.Module:
+    clone = copy.copy(module)
+    clone._modules = dict(module._modules)  # its own list of children; the children themselves are shared
+    return clone
+
+
+def eager_outputs(loaded: LoadedModel, batch: torch.Tensor) -> Outputs:
+    """One eager forward of `loaded` giving both heads: the body's pooled features, then the head's matmul."""
+    body, head = model_body(loaded), head_layer(loaded)
+    x = batch.to(loaded.device)
+    if loaded.device.type == "cpu":
+        x = x.contiguous(memory_format=torch.channels_last)  # as classify.predict_logits feeds it
+    with torch.inference_mode():
+        features = body(x).flatten(1)
+        logits = head(features)
+    return Outputs(logits.float().cpu(), features.float().cpu())
 
 
 class BackendModule(nn.Module):

@@ -36,6 +36,7 @@ from dlguide_core.inference.backend_base import (
     BackendError,
     BackendInfo,
     BackendOptions,
+    Outputs,
     Progress,
     sample_batch,
 )
@@ -238,20 +239,30 @@ class MigraphxBackend(Backend):
 
     def run(self, batch: torch.Tensor) -> torch.Tensor:
         """Split or pad to the compiled batch size, since a compiled program's shapes are fixed."""
+        return self._run_all(batch)[0]
+
+    def run_features(self, batch: torch.Tensor) -> Outputs:
+        """Logits and features from one run of the program (the export's two outputs, in the graph's order); a
+        program with the logits only (a .mxr compiled from an older export) falls back to the eager features."""
+        outputs = self._run_all(batch)
+        return Outputs(outputs[0], outputs[1].flatten(1)) if len(outputs) > 1 else super().run_features(batch)
+
+    def _run_all(self, batch: torch.Tensor) -> list[torch.Tensor]:
+        """Every output of the program for `batch`, run in chunks of the compiled batch size (the last padded)."""
         array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
         size = self._compiled_batch
-        outputs = []
+        parts = []
         for start in range(0, len(array), size):
             chunk = array[start:start + size]
             real = len(chunk)
             if real < size:
                 pad = np.zeros((size - real, *chunk.shape[1:]), dtype=np.float32)
                 chunk = np.ascontiguousarray(np.concatenate([chunk, pad]))
-            outputs.append(self._call(self._run_chunk, chunk)[:real])
-        return torch.from_numpy(np.concatenate(outputs))
+            parts.append([out[:real] for out in self._call(self._run_chunk, chunk)])
+        return [torch.from_numpy(np.concatenate(column)) for column in zip(*parts, strict=True)]
 
-    def _run_chunk(self, chunk: np.ndarray) -> np.ndarray:  # on the worker thread
-        return np.array(self._program.run({self._input: chunk})[0], dtype=np.float32)
+    def _run_chunk(self, chunk: np.ndarray) -> list[np.ndarray]:  # on the worker thread
+        return [np.array(out, dtype=np.float32) for out in self._program.run({self._input: chunk})]
 
     def describe(self) -> MigraphxInfo:
         return MigraphxInfo(

@@ -20,6 +20,7 @@ from dlguide_core.inference.backend_base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
+    Outputs,
     Progress,
 )
 from dlguide_core.inference.quantize import quantize_int8
@@ -93,12 +94,23 @@ class OnnxRuntimeBackend(Backend):
         # The names come from the file (what the exporter derived from the model), never assumed.
         self._input = self._session.get_inputs()[0].name
         self._output = self._session.get_outputs()[0].name
+        outputs = {o.name for o in self._session.get_outputs()}
+        self._features = export.features_name if export.features_name in outputs else None
         progress("Ready", 1.0)
 
     def run(self, batch: torch.Tensor) -> torch.Tensor:
         array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
         (logits,) = self._session.run([self._output], {self._input: array})
         return torch.from_numpy(np.asarray(logits, dtype=np.float32))
+
+    def run_features(self, batch: torch.Tensor) -> Outputs:
+        """Both outputs of the export in one run (its second output: export_child.add_features_output)."""
+        if self._features is None:
+            return super().run_features(batch)
+        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        logits, features = self._session.run([self._output, self._features], {self._input: array})
+        return Outputs(torch.from_numpy(np.asarray(logits, dtype=np.float32)),
+                       torch.from_numpy(np.asarray(features, dtype=np.float32)).flatten(1))
 
 
 def _ort_precision_runs(precision: str, provider: str) -> bool:

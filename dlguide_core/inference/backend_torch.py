@@ -16,7 +16,9 @@ from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
     BackendOptions,
+    Outputs,
     Progress,
+    eager_outputs,
     sample_batch,
 )
 from dlguide_core.inference.compile_child import CompiledProcess
@@ -73,6 +75,12 @@ class TorchBackend(Backend):
             return self._compiled.run(batch)
         with torch.inference_mode():
             return self._module(batch.to(self._device)).float().cpu()
+
+    def run_features(self, batch: torch.Tensor) -> Outputs:
+        """Eager: the body's features and the head's matmul, one forward. The torch.compile child gives logits
+        only, so a compiled model's features come from the eager model (the base class's fallback)."""
+        assert self.loaded is not None, "prepare the backend first"
+        return eager_outputs(self.loaded, batch)
 
 
 def torch_compile_status() -> tuple[bool, str]:

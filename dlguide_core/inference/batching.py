@@ -34,8 +34,11 @@ import torch
 
 from dlguide_core import settings, threads
 from dlguide_core.errors import DlguideError, error_summary
+from dlguide_core.inference.backend_base import Outputs
 
-Forward = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, H, W) -> (B, C) float32 logits on the CPU
+# (B, 3, H, W) -> (B, C) float32 logits on the CPU, or both heads (logits and the pooled features: the booth's,
+# issue 44)
+Forward = Callable[[torch.Tensor], "torch.Tensor | Outputs"]
 Gate = Callable[[], AbstractContextManager[object]]
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 600.0  # a request's longest wait for its answer: a cold CPU compile is minutes, never a hang
@@ -65,6 +68,7 @@ class Answer:
     batch_size: int  # rows in the forward that answered it (its own and other visitors')
     queued_ms: float  # from its arrival to its batch's start
     forward_ms: float  # its batch's forward
+    features: torch.Tensor | None = None  # (rows, D) pooled features, when the forward gives both heads
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,8 @@ class InferenceWorker:
             batch = torch.cat([r.rows for r in requests])
             with self.gate():  # waiting for a forward slot (another worker's batch) counts as queued
                 start = time.perf_counter()
-                logits = self.forward(batch)
+                out = self.forward(batch)
+                logits, features = (out.logits, out.features) if isinstance(out, Outputs) else (out, None)
                 forward_ms = (time.perf_counter() - start) * 1000
         except Exception as exc:
             if split_on_error:  # whose input broke it? each alone: only that visitor gets the error
@@ -220,7 +225,8 @@ class InferenceWorker:
         for request in requests:
             rows = len(request.rows)
             request.finish(answer=Answer(logits[offset:offset + rows], len(batch),
-                                         (start - request.arrived) * 1000, forward_ms))
+                                         (start - request.arrived) * 1000, forward_ms,
+                                         None if features is None else features[offset:offset + rows]))
             offset += rows
 
     def _died(self) -> None:

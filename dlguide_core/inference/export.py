@@ -36,6 +36,7 @@ from dlguide_core.vision.presets import EvalPreset
 
 EXPORTERS = ("dynamo", "torchscript")
 META_PREFIX = "dlguide."
+FEATURES_META = "features"  # dlguide.features: the name of the graph's second output, the pooled features ("" none)
 MAX_BATCH = 4096  # upper bound of the dynamic batch dimension declared to torch.export
 EXPORT_TIMEOUT_S = 3600  # a child export that has not finished by then is stuck, not slow
 
@@ -60,6 +61,7 @@ class OnnxExport:
     exporter: str = "dynamo"
     export_s: float = 0.0  # 0.0 when it came from the cache
     cached: bool = True
+    features_name: str | None = None  # the pooled (B, D) features output (issue 44); None: the file has none
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -152,7 +154,9 @@ def cache_matches(path: Path, fingerprint: str, *, exporter: str | None = None, 
         if not path.is_file():
             return False
         meta = read_metadata(path)
-        if meta.get("fingerprint") != fingerprint or (exporter and meta.get("exporter") != exporter):
+        # A file exported before the features output (no FEATURES_META) is exported again, with it
+        if FEATURES_META not in meta or meta.get("fingerprint") != fingerprint or (
+                exporter and meta.get("exporter") != exporter):
             return False
         return opset is None or read_export(path).opset == opset
     except Exception:  # a truncated or foreign file is simply re-exported
@@ -272,7 +276,9 @@ def read_export(path: str | Path) -> OnnxExport:
     inputs = [i for i in model.graph.input if i.name not in initializers]
     dims = tuple(d.dim_param or d.dim_value for d in inputs[0].type.tensor_type.shape.dim)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    return OnnxExport(str(path), inputs[0].name, model.graph.output[0].name, dims, meta["fingerprint"],
+    outputs = [o.name for o in model.graph.output]
+    features = meta.get(FEATURES_META) or None
+    return OnnxExport(str(path), inputs[0].name, outputs[0], dims, meta["fingerprint"],
                       meta.get("arch", "?"), tuple(meta.get("class_names", ())),
                       EvalPreset.from_dict(meta.get("preset", {})), int(opset), meta.get("exporter", "?"),
-                      0.0, True)
+                      0.0, True, features if features in outputs else None)

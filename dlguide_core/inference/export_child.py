@@ -19,7 +19,14 @@ from typing import Any
 import torch
 
 from dlguide_core.errors import DlguideError, error_summary
-from dlguide_core.inference.export import MAX_BATCH, ExportError, forward_input_name, write_checked
+from dlguide_core.inference.export import (
+    FEATURES_META,
+    MAX_BATCH,
+    META_PREFIX,
+    ExportError,
+    forward_input_name,
+    write_checked,
+)
 from dlguide_core.vision.models import build_model
 
 
@@ -72,7 +79,26 @@ def run_job(job_path: Path) -> None:
     job = torch.load(job_path, map_location="cpu", weights_only=True)
     job_path.unlink(missing_ok=True)  # ~100 MB of weights: gone as soon as read, whatever happens to the parent
     proto = trace_to_onnx(rebuild_model(job), int(job["crop"]), job["exporter"], job["opset"])
-    write_checked(proto, Path(job["out"]), dict(job["metadata"]))
+    features = add_features_output(proto)  # the pooled features as a second output (issue 44)
+    write_checked(proto, Path(job["out"]), {**dict(job["metadata"]), f"{META_PREFIX}{FEATURES_META}": features})
+
+
+def add_features_output(proto: Any) -> str:
+    """Make the input of the graph's final classifier (the pooled features the head multiplies) a second graph
+    output, beside the logits: one run then gives both (issue 44). Returns its name, "" where the graph does not
+    end in a Gemm or MatMul(+Add) on a 2-d input (then the file has the logits only and backends fall back)."""
+    import onnx
+
+    graph = proto.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    node = producers.get(graph.output[0].name)
+    if node is not None and node.op_type == "Add":  # MatMul + Add (the dynamo exporter's linear without Gemm)
+        node = next((producers[i] for i in node.input if i in producers and producers[i].op_type == "MatMul"), None)
+    if node is None or node.op_type not in ("Gemm", "MatMul"):
+        return ""
+    if not any(o.name == node.input[0] for o in graph.output):
+        graph.output.append(onnx.helper.make_tensor_value_info(node.input[0], onnx.TensorProto.FLOAT, ["batch", None]))
+    return node.input[0]
 
 
 PARENT_ENV = "DLGUIDE_EXPORT_PARENT"  # the pid of the process that started this one (export._child_env)

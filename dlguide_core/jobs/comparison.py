@@ -38,8 +38,8 @@ class RunSummary:
 
 def run_summary(store: JobStore, job: Job, now: float | None = None) -> RunSummary:
     epochs = store.epochs(job.id)
-    top1 = [e["top1"] for e in epochs if e.get("top1") is not None]
-    top5 = [e["top5"] for e in epochs if e.get("top5") is not None]
+    top1 = [value for e in epochs if (value := e.get("top1")) is not None]
+    top5 = [value for e in epochs if (value := e.get("top5")) is not None]
     last = epochs[-1] if epochs else {}
     end = job.finished if job.finished is not None else (now or time.time())
     return RunSummary(final_top1=last.get("top1"), final_top5=last.get("top5"),

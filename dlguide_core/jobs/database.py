@@ -2,7 +2,7 @@
 
 Any number of processes read and write at once (SQLite's WAL, or the server); one connection is safe
 across threads (one lock). Opening brings the schema to the current version where it may
-(jobs.schema). `MetricTables` (steps and epochs) and `JobStore` (jobs) build on it.
+(jobs.schema). `JobStore` holds one and gives it to its parts (jobs.metric_tables, jobs.requeues).
 """
 
 from __future__ import annotations
@@ -44,11 +44,15 @@ class Database:
             self._backend.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
         """One write transaction (`?` placeholders on both backends)."""
         with self._lock, self._backend.transaction() as db:
             yield db
 
-    def _rows(self, sql: str, args: tuple = ()) -> list:
+    def lock_claims(self, tx: Any) -> None:
+        """Inside transaction `tx`: hold the queue's claims until it ends (one dispatcher at a time)."""
+        self._backend.lock_claims(tx)
+
+    def rows(self, sql: str, args: tuple = ()) -> list:
         with self._lock:
             return self._backend.rows(sql, args)

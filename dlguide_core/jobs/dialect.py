@@ -195,6 +195,10 @@ class Postgres:
                                             row_factory=_row_factory)
             except self._errors as exc:
                 raise self.unavailable(exc) from None
+            except psycopg.ProgrammingError as exc:  # a URL libpq cannot read (an unknown `?Name=`): one line
+                detail = first_line(self.url.hide_secrets(str(exc))) or type(exc).__name__
+                raise StoreError(f"DLGUIDE_STORE_URL={self.url.masked} cannot be read ({detail}): use "
+                                 "postgresql://USER:PASSWORD@HOST:PORT/DB") from None
         return self.conn
 
     def unavailable(self, exc: BaseException) -> StoreError:

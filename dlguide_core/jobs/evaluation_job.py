@@ -39,8 +39,6 @@ EVALUATE_RECIPE = "evaluate"
 RESULT_FILE = "evaluation.json"
 INLINE_MAX_ENV = "DLGUIDE_EVAL_INLINE_MAX"
 INLINE_MAX_IMAGES = 2000  # more images than this after the limit: a job of the store
-# The files torchvision's ImageFolder reads (torchvision.datasets.folder.IMG_EXTENSIONS), without importing it.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
 
 @dataclass(frozen=True)
@@ -80,8 +78,10 @@ def inline_max() -> int:
 
 def images_to_score(data: str | Path, split: str, limit: int | None) -> int:
     """How many images DATA/SPLIT/<class>/** holds, capped by `limit` (what evaluate_model scores)."""
+    from dlguide_core.vision.images import IMAGE_SUFFIXES  # the files SafeImageFolder reads (PIL: imported here only)
+
     folder = Path(data) / split
-    count = sum(1 for p in folder.glob("*/**/*") if p.suffix.lower() in IMAGE_EXTENSIONS) if folder.is_dir() else 0
+    count = sum(1 for p in folder.glob("*/**/*") if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else 0
     return min(count, limit) if limit else count
 
 

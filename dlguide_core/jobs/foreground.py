@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlguide_core.jobs import queue
 from dlguide_core.jobs.store import Job, JobStore
 from dlguide_core.training.sinks import TrainingSink
 
+if TYPE_CHECKING:
+    from dlguide_core.training.recipes import RecipeConfig
 
-def start(store: JobStore, recipe: str, config: Any) -> Job:
+
+def start(store: JobStore, recipe: str, config: RecipeConfig) -> Job:
     """A new job of `recipe`, created running in this process."""
     return queue.submit(store, recipe, config, start=False, claim_pid=os.getpid())
 

@@ -8,7 +8,7 @@ nobody, and an IdP subject `root` is `oidc:…#root`, never the OS user `os:root
 Names written before the namespaces existed (job owners in older stores, DLGUIDE_ADMINS entries) are plain; they
 are read by one rule, without rewriting the store: a name with an `@` was an app user's email (`oidc:EMAIL`), any
 other an OS user (`os:NAME`). So `root` in DLGUIDE_ADMINS is the OS user root, and the CLI user's jobs keep their
-owner.
+owner. Emails and OS user names compare without case; an issuer and subject compare exactly (`canonical`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,20 @@ def qualified(name: str) -> str:
     if name.lower().startswith((OS, OIDC)):
         return name
     return (OIDC if "@" in name else OS) + name
+
+
+def canonical(name: str) -> str:
+    """`name` as identities are compared: its namespace in lower case; an email (`oidc:EMAIL`) and an OS user name in
+    lower case too (as the CLI always read them); an `oidc:ISSUER#SUBJECT` exactly as written, since OpenID Connect
+    compares issuers and subjects case-sensitively (`Eve` and `eve` are two people)."""
+    name = qualified(name)
+    prefix, rest = (OS, name[len(OS):]) if name.lower().startswith(OS) else (OIDC, name[len(OIDC):])
+    return prefix + (rest if prefix == OIDC and "#" in rest else rest.lower())
+
+
+def same(a: str, b: str) -> bool:
+    """Whether two identities (qualified or plain) name the same person."""
+    return canonical(a) == canonical(b)
 
 
 def os_identity(user: str) -> str:

@@ -42,6 +42,40 @@ class UnreadableJob(JobError):
 
 
 @dataclass(frozen=True)
+class LaunchFields:
+    """Where and how wide a stored job runs, read once from its config (`launch_fields`): the queue, the
+    executors, the CLI and the pages read these, never the config's keys. A TensorFlow or an old job has none
+    of them: one process, device "auto"."""
+
+    device: str = "auto"  # "auto", "cpu", "cuda" or "cuda:N"
+    nnodes: int = 1
+    nproc_per_node: int = 1
+    rdzv_endpoint: str = ""
+    max_restarts: int = 0
+
+    @property
+    def device_kind(self) -> str:
+        """"cuda" for "cuda:1": what a scheduler is asked for."""
+        return self.device.split(":")[0]
+
+
+def launch_fields(config: Mapping[str, object] | None) -> LaunchFields:
+    """A job config's launch fields; absent, empty or unreadable ones mean the default."""
+    data = config or {}
+
+    def count(name: str, default: int) -> int:
+        value = data.get(name)
+        try:
+            return int(value) if value else default  # type: ignore[call-overload]  # JSON: int, str or float
+        except (TypeError, ValueError):
+            return default
+
+    return LaunchFields(device=str(data.get("device") or "auto"), nnodes=count("nnodes", 1),
+                        nproc_per_node=count("nproc_per_node", 1), rdzv_endpoint=str(data.get("rdzv_endpoint") or ""),
+                        max_restarts=count("max_restarts", 0))
+
+
+@dataclass(frozen=True)
 class Job:
     id: str
     recipe: str
@@ -81,6 +115,11 @@ class Job:
             return None
         times = f" ({self.restarts} restarts)" if self.restarts > 1 else ""
         return self.restart_note + (", resumed" if self.status != "queued" else ", requeued") + times
+
+    @property
+    def launch(self) -> LaunchFields:
+        """Its config's launch fields (nodes, processes per node, device), read once."""
+        return launch_fields(self.config)
 
     @property
     def job_dir(self) -> Path:
@@ -147,8 +186,8 @@ def epoch_label(epoch: int | None) -> int | None:
 def devices_of(config: str | dict[str, Any] | None) -> int:
     """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
     try:
-        data = json.loads(config) if isinstance(config, str) else (config or {})
-        return max(int(data.get("nproc_per_node", 1)), 1)
+        data = json.loads(config) if isinstance(config, str) else config
+        return max(launch_fields(data).nproc_per_node, 1)
     except (TypeError, ValueError, AttributeError):  # an unreadable config (jobs.job.UnreadableJob) counts as one
         return 1
 

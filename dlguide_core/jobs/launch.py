@@ -12,9 +12,9 @@ import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from dlguide_core.errors import DistributedError
+from dlguide_core.jobs.job import launch_fields
 from dlguide_core.training.configs import rdzv_endpoint_problem
 
 RDZV_ID = "dlguide"  # the same on every node of a run (a run is told apart by its endpoint)
@@ -109,11 +109,11 @@ def join_commands(spec: LaunchSpec, recipe: str, data: str = "/path/to/the/same/
     return commands
 
 
-def launch_spec_from_config(config: Mapping[str, Any]) -> LaunchSpec:
+def launch_spec_from_config(config: Mapping[str, object]) -> LaunchSpec:
     """The launch a stored job asks for (node 0's view; fields absent in old jobs mean one process)."""
-    return LaunchSpec(nproc_per_node=int(config.get("nproc_per_node", 1)), nnodes=int(config.get("nnodes", 1)),
-                      rdzv_endpoint=str(config.get("rdzv_endpoint", "")),
-                      max_restarts=int(config.get("max_restarts", 0)))
+    fields = launch_fields(config)
+    return LaunchSpec(nproc_per_node=fields.nproc_per_node, nnodes=fields.nnodes, rdzv_endpoint=fields.rdzv_endpoint,
+                      max_restarts=fields.max_restarts)
 
 
 def endpoint_unresolved(endpoint: str) -> str | None:

@@ -16,12 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs.launch import launch_spec_from_config, torchrun_command  # torch-free, as `jobs list` needs
 from dlguide_core.jobs.store import Job, JobError, JobStore, devices_of, job_dir, log_path
+from dlguide_core.jobs.store_url import absolute_environment
+
+if TYPE_CHECKING:
+    from dlguide_core.training.recipes import RecipeConfig
 
 
 def max_jobs_setting() -> int | None:
@@ -40,7 +44,7 @@ def max_concurrent() -> int:
     return max(1, torch.cuda.device_count() if torch.cuda.is_available() else 1)
 
 
-def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, claim_pid: int | None = None,
+def submit(store: JobStore, recipe: str, config: RecipeConfig, *, start: bool = True, claim_pid: int | None = None,
            owner: str | None = None) -> Job:
     """Queue a job for `config` (a recipe config dataclass) and start it if a slot is free (with `claim_pid`:
     created running in that process instead, as a foreground run is). `owner`: who asks (the app's signed-in
@@ -52,15 +56,20 @@ def submit(store: JobStore, recipe: str, config: Any, *, start: bool = True, cla
     if not isinstance(config, found.config_cls):
         raise JobError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
     fields = asdict(config)
-    if found.framework == "pytorch":
-        from dlguide_core.training import distributed
-
-        # before it is queued, not when it runs (an evaluation job has no SyncBatchNorm)
-        distributed.check_devices(fields["device"], fields.get("sync_batchnorm", False))
+    check_devices(found.framework, fields)
     job = store.create(recipe, found.framework, fields, claim_pid=claim_pid, owner=owner or os_user())
     if start:
         dispatch(store)
     return store.get(job.id, refresh=False)
+
+
+def check_devices(framework: str, fields: Mapping[str, object]) -> None:
+    """A PyTorch job's devices and SyncBatchNorm checked before it is queued, not when it runs (DistributedError:
+    a device this machine lacks). An evaluation job has no SyncBatchNorm; other frameworks are not checked."""
+    if framework == "pytorch":
+        from dlguide_core.training import distributed
+
+        distributed.check_devices(str(fields["device"]), bool(fields.get("sync_batchnorm", False)))
 
 
 def dispatch(store: JobStore, max_running: Callable[[], int] = max_concurrent) -> list[str]:
@@ -99,6 +108,7 @@ def job_env(job: Job, environ: Mapping[str, str]) -> dict[str, str]:
     from dlguide_core.gpu_slots import GPU_SLOT_ENV
 
     env = {**environ, "DLGUIDE_HOME": str(settings.home())}
+    absolute_environment(env)  # the job runs in the checkout: a relative store path must not move with it
     env.update(threads.environment("job", env))  # a job's threads and wait policy, whoever launches it
     pinned = visible_devices_env(job.slot or 0, devices_of(job.config), env)
     env.update(pinned)

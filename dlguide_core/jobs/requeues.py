@@ -3,16 +3,18 @@
 A job that Slurm requeues (preemption, `scontrol requeue`, a failed node, a time limit with
 --requeue-on-timeout) goes back to `queued` with its scheduler id kept (`requeued`), so a `jobs resume` is refused
 meanwhile; Slurm's next run of the batch script takes it back (`take_back`) and one more restart is counted.
-JobStore's base: these are rows of the `jobs` table like the rest of jobs.store.
+A part of JobStore (`store.requeues`, its methods offered under the same names): these are rows of the
+`jobs` table like the rest of jobs.store, on the store's connection.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from dlguide_core.jobs import liveness
+from dlguide_core.jobs.database import Database
 from dlguide_core.jobs.job import Job, JobError
-from dlguide_core.jobs.metric_tables import MetricTables
 
 # A scheduler's restart of its own job (JobStore.take_back); a restart the job did not see coming (its node died
 # without a word) gets LOST_NOTE and the checkpoint step it resumes from.
@@ -25,11 +27,11 @@ TAKE_BACK_SQL = (
     "('queued', 'running', 'interrupted') AND cancel_requested = 0")
 
 
-class SchedulerRestarts(MetricTables):
-    """The requeue half of JobStore (which gives `get`)."""
+class SchedulerRestarts:
+    """The requeues of the store's jobs, on its connection; `job(id)` reads a job back (JobStore.get)."""
 
-    def get(self, job_id: str, refresh: bool = True, *, lenient: bool = False) -> Job:
-        raise NotImplementedError  # JobStore's
+    def __init__(self, db: Database, job: Callable[[str], Job]) -> None:
+        self._db, self._job = db, job
 
     def requeued(self, job_id: str, note: str, pid: int | None = None) -> bool:
         """The scheduler runs this same job again (Slurm's requeue): back to queued, its scheduler id kept, so
@@ -37,7 +39,7 @@ class SchedulerRestarts(MetricTables):
         it ("preempted at step 120"). False when the job had already ended otherwise (a cancel won), or, with `pid`
         (the deciding run's process), when another run has the job now (Slurm's next run took it back first)."""
         owner, args = (" AND pid = ?", (note, job_id, pid)) if pid is not None else ("", (note, job_id))
-        with self._tx() as db:
+        with self._db.transaction() as db:
             return db.execute("UPDATE jobs SET status = 'queued', error = NULL, finished = NULL, pid = NULL, "
                               "restart_note = ? WHERE id = ? AND status IN ('running', 'interrupted') "
                               "AND cancel_requested = 0" + owner, args).rowcount == 1
@@ -52,9 +54,9 @@ class SchedulerRestarts(MetricTables):
         host, boot_id = liveness.process_identity()
         args = (time.time(), pid, liveness.process_start(pid), host, boot_id, unseen or LOST_NOTE, job_id,
                 external_id)
-        with self._tx() as db:
+        with self._db.transaction() as db:
             done = db.execute(TAKE_BACK_SQL, args).rowcount == 1
-        job = self.get(job_id, refresh=False)
+        job = self._job(job_id)
         if not done:
             raise JobError(f"job {job_id} is {job.status}" + (
                 "" if job.external_id == external_id else f" as scheduler job {job.external_id or '(none)'}"))

@@ -14,7 +14,10 @@ def running_jobs_here() -> frozenset[str]:
     from dlguide_core.jobs.store import open_store
     from dlguide_core.jobs.store_url import store_url
 
-    url = store_url()
+    try:
+        url = store_url()
+    except DlguideError:  # a DLGUIDE_STORE_URL that cannot be read: as a store that cannot be opened
+        return frozenset()
     if url.path is not None and not url.path.is_file():
         return frozenset()
     here = socket.gethostname()

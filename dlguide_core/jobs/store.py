@@ -4,10 +4,10 @@ Writers: the job process (through StoreSink) and whoever submits, cancels or res
 Readers: the Train page, the CLI, other tools; any number of processes at once (WAL, or the server).
 A job whose process died without saying so is marked `interrupted` whenever the
 store is read (`refresh`), with the reason when it can be known (jobs.liveness).
-Each job's metrics live in the same database (jobs.metric_tables, JobStore's base); a scheduler's restarts of
-its own jobs are jobs.requeues.
-The job record itself is jobs.job; the connection, its backends and the schema's versions are
-jobs.database, jobs.dialect and jobs.schema.
+JobStore is composed, not inherited: it holds the connection (`db`: jobs.database, over jobs.dialect and
+jobs.schema), each job's metrics in the same database (`metrics`: jobs.metric_tables) and a scheduler's
+restarts of its own jobs (`requeues`: jobs.requeues), and offers their methods under their own names, so a
+client knows one store. The job record itself is jobs.job.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from dlguide_core import settings
 from dlguide_core.jobs import liveness
+from dlguide_core.jobs.database import Database
 from dlguide_core.jobs.identity import qualified
 from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, imported from here by clients)
     ACTIVE,
@@ -36,6 +37,7 @@ from dlguide_core.jobs.job import (  # noqa: F401  (the store's record types, im
     log_path,
     row_to_job,
 )
+from dlguide_core.jobs.metric_tables import EpochMetrics, EpochRow, MetricTables, StepRow
 from dlguide_core.jobs.requeues import SchedulerRestarts
 from dlguide_core.jobs.store_url import DB_FILE, StoreUrl
 
@@ -58,8 +60,78 @@ def open_store(url: str | Path | StoreUrl | None = None, *, upgrade: bool = Fals
     return JobStore(url, upgrade=upgrade)
 
 
-class JobStore(SchedulerRestarts):
+class JobStore:
     """One store (see open_store); safe to use from several threads (one lock) and processes."""
+
+    def __init__(self, url: str | Path | StoreUrl | None = None, *, upgrade: bool = False) -> None:
+        self.db = Database(url, upgrade=upgrade)
+        self.metrics = MetricTables(self.db)
+        self.requeues = SchedulerRestarts(self.db, lambda job_id: self.get(job_id, refresh=False))
+
+    # The connection (jobs.database)
+    @property
+    def url(self) -> StoreUrl:
+        return self.db.url
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file; None on a server."""
+        return self.db.path
+
+    @property
+    def schema_version(self) -> int:
+        return self.db.schema_version
+
+    @property
+    def backend(self) -> str:
+        return self.db.backend
+
+    @property
+    def read_only(self) -> bool:
+        return self.db.read_only
+
+    def close(self) -> None:
+        self.db.close()
+
+    # Each job's metrics (jobs.metric_tables)
+    def add_steps(self, rows: list[tuple]) -> None:
+        self.metrics.add_steps(rows)
+
+    def add_epoch(self, job_id: str, epoch: int, metrics: EpochMetrics) -> None:
+        self.metrics.add_epoch(job_id, epoch, metrics)
+
+    def trim_metrics(self, job_id: str, step: int, epoch: int) -> None:
+        self.metrics.trim_metrics(job_id, step, epoch)
+
+    def steps(self, job_id: str, after: int = 0, *, extras: bool = True) -> dict[str, list]:
+        return self.metrics.steps(job_id, after, extras=extras)
+
+    def has_step(self, job_id: str, step: int, at: float) -> bool:
+        return self.metrics.has_step(job_id, step, at)
+
+    def last_step(self, job_id: str) -> StepRow | None:
+        return self.metrics.last_step(job_id)
+
+    def recent_steps(self, job_id: str, count: int = 20) -> list[StepRow]:
+        return self.metrics.recent_steps(job_id, count)
+
+    def per_class_accuracy(self, job_id: str) -> dict[str, float]:
+        return self.metrics.per_class_accuracy(job_id)
+
+    def epochs(self, job_id: str) -> list[EpochRow]:
+        return self.metrics.epochs(job_id)
+
+    def metrics_csv(self, job_id: str) -> str:
+        return self.metrics.metrics_csv(job_id)
+
+    # A scheduler's restarts of its own jobs (jobs.requeues)
+    def requeued(self, job_id: str, note: str, pid: int | None = None) -> bool:
+        return self.requeues.requeued(job_id, note, pid)
+
+    def take_back(self, job_id: str, pid: int, external_id: str, unseen: str | None = None) -> Job:
+        return self.requeues.take_back(job_id, pid, external_id, unseen)
+
+    # The jobs themselves
 
     def create(self, recipe: str, framework: str, config: dict[str, Any], *, owner: str | None = None,
                executor: str = "local", name: str | None = None, tags: Sequence[str] = (),
@@ -67,7 +139,7 @@ class JobStore(SchedulerRestarts):
         """A new queued job; with `claim_pid`, created running in that process (a foreground run:
         one transaction, so no dispatcher can claim it in between)."""
         job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"  # ids made in one second stay apart
-        with self._tx() as db:
+        with self.db.transaction() as db:
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner, executor, name, "
                        "tags) VALUES (?,?,?,?,?,?,?,?,?,?)", (job_id, recipe, framework, json.dumps(config),
                                                              "queued", time.time(),
@@ -82,7 +154,7 @@ class JobStore(SchedulerRestarts):
         """One job; UnreadableJob when its row is damaged (`lenient`: its damaged JSON read as empty, to delete it)."""
         if refresh:
             self.refresh()
-        rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        rows = self.db.rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
             raise JobError(f"no job {job_id!r} in {self.url.masked}")
         return row_to_job(rows[0], lenient=lenient)
@@ -91,11 +163,11 @@ class JobStore(SchedulerRestarts):
         """Every job, newest first."""
         if refresh:
             self.refresh()
-        return self._readable(self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[0]
+        return self._readable(self.db.rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[0]
 
     def unreadable_jobs(self) -> list[str]:
         """One line per job whose row cannot be read (list_jobs leaves them out): for a warning beside the list."""
-        return self._readable(self._rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[1]
+        return self._readable(self.db.rows("SELECT * FROM jobs ORDER BY created DESC, id DESC"))[1]
 
     @staticmethod
     def _readable(rows: Sequence[Any]) -> tuple[list[Job], list[str]]:
@@ -113,7 +185,7 @@ class JobStore(SchedulerRestarts):
         gone: list[str] = []
         if self.read_only:
             return gone
-        for row in self._rows("SELECT id, pid, pid_started, started, executor, host, boot_id FROM jobs "
+        for row in self.db.rows("SELECT id, pid, pid_started, started, executor, host, boot_id FROM jobs "
                               "WHERE status = 'running'"):
             # A pid is checked only where it was taken (host, boot, PID namespace); a scheduler's job before its
             # process recorded where it runs is the scheduler's to judge (jobs.executors.tracking).
@@ -135,7 +207,7 @@ class JobStore(SchedulerRestarts):
         args: tuple = (status, error, time.time() if status not in ACTIVE else None, job_id)
         if only_if:
             sql, args = sql + " AND status = ?", (*args, only_if)
-        with self._tx() as db:
+        with self.db.transaction() as db:
             return db.execute(sql, args).rowcount == 1
 
     def claim_next(self, max_running: int | Callable[[], int]) -> Job | None:
@@ -148,8 +220,8 @@ class JobStore(SchedulerRestarts):
         when something runs (counting GPUs imports torch, which `jobs list` should not wait for)."""
         if self.read_only:
             return None  # a read-only store is only read: nothing starts from it
-        with self._tx() as db:
-            self._backend.lock_claims(db)
+        with self.db.transaction() as db:
+            self.db.lock_claims(db)
             # This machine's queue: jobs of other executors run (and wait) on their scheduler, not here.
             running = db.execute("SELECT slot, config FROM jobs WHERE status = 'running' AND executor = 'local'"
                                  ).fetchall()
@@ -177,7 +249,7 @@ class JobStore(SchedulerRestarts):
 
     def claim(self, job_id: str, pid: int) -> Job:
         """Foreground runs: queued -> running in this process, outside the queue limit."""
-        with self._tx() as db:
+        with self.db.transaction() as db:
             self._claim_in(db, job_id, pid)
         return self.get(job_id, refresh=False)
 
@@ -197,14 +269,14 @@ class JobStore(SchedulerRestarts):
         if job.status == "queued":
             self._set_status(job_id, "cancelled", None, only_if="queued")
         elif job.status == "running":
-            with self._tx() as db:
+            with self.db.transaction() as db:
                 db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
         else:
             raise JobError(f"job {job_id} is {job.status}; only queued or running jobs can be cancelled")
         return self.get(job_id, refresh=False)
 
     def cancel_requested(self, job_id: str) -> bool:
-        rows = self._rows("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,))
+        rows = self.db.rows("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,))
         return bool(rows and rows[0][0])
 
     def set_plan(self, job_id: str, total_steps: int | None, epochs: int, class_names: tuple[str, ...]) -> None:
@@ -232,7 +304,7 @@ class JobStore(SchedulerRestarts):
 
     def _update(self, job_id: str, **columns: Any) -> None:
         sets = ", ".join(f"{name} = ?" for name in columns)  # names from this module only, never from input
-        with self._tx() as db:
+        with self.db.transaction() as db:
             db.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*columns.values(), job_id))
 
     def prepare_resume(self, job_id: str, *, claim_pid: int | None = None) -> Job:
@@ -243,7 +315,7 @@ class JobStore(SchedulerRestarts):
         job = self.get(job_id)
         if job.status not in RESUMABLE:
             raise JobError(f"job {job_id} is {job.status}; only {', '.join(RESUMABLE)} jobs can be resumed")
-        with self._tx() as db:
+        with self.db.transaction() as db:
             db.execute("UPDATE jobs SET status = 'queued', cancel_requested = 0, error = NULL, finished = NULL, "
                        "external_id = NULL WHERE id = ?", (job_id,))
             if claim_pid is not None:
@@ -266,7 +338,7 @@ class JobStore(SchedulerRestarts):
         job = self.get(job_id, lenient=True)
         if job.status in ACTIVE:
             raise JobError(f"job {job_id} is {job.status}; cancel it before deleting")
-        with self._tx() as db:
+        with self.db.transaction() as db:
             for table, key in (("steps", "job_id"), ("epochs", "job_id"), ("jobs", "id")):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (job_id,))
         shutil.rmtree(job_dir(job_id), ignore_errors=True)

@@ -25,21 +25,21 @@ class CopyReport:
 
 
 def _count(store: JobStore, table: str, job_id: str) -> int:
-    return store._rows(f"SELECT count(*) FROM {table} WHERE job_id = ?", (job_id,))[0][0]
+    return store.db.rows(f"SELECT count(*) FROM {table} WHERE job_id = ?", (job_id,))[0][0]
 
 
 def copy_store(source: JobStore, target: JobStore) -> CopyReport:
     added = {"jobs": 0, "steps": 0, "epochs": 0}
-    rows = source._rows("SELECT * FROM jobs ORDER BY created, id")
+    rows = source.db.rows("SELECT * FROM jobs ORDER BY created, id")
     for row in rows:
         job_id = row["id"]
         before = {t: _count(target, t, job_id) for t, _ in _METRICS}
-        with target._tx() as db:
+        with target.db.transaction() as db:
             columns = list(row.keys())
             done = db.execute(upsert("jobs", columns, ("id",), replace=False), tuple(row[c] for c in columns))
             added["jobs"] += max(done.rowcount, 0)
             for table, key in _METRICS:
-                metrics = source._rows(f"SELECT * FROM {table} WHERE job_id = ? ORDER BY {key}", (job_id,))
+                metrics = source.db.rows(f"SELECT * FROM {table} WHERE job_id = ? ORDER BY {key}", (job_id,))
                 if metrics:
                     names = list(metrics[0].keys())
                     db.executemany(upsert(table, names, ("job_id", key), replace=False), [tuple(m) for m in metrics])

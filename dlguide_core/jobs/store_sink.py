@@ -21,7 +21,7 @@ from dlguide_core.errors import StoreError
 from dlguide_core.jobs import liveness
 from dlguide_core.jobs.store import JobStore, job_dir, open_store
 from dlguide_core.jobs.store_url import StoreUrl
-from dlguide_core.training.sinks import NullSink
+from dlguide_core.training.sinks import EpochMetrics, NullSink
 
 MAX_PENDING_STEPS = 100_000  # about 3 hours of steps at 10 steps/s; ~20 MB of rows
 CLOSE_RETRY_S = 60.0  # how long a finishing job keeps retrying a store that is away
@@ -77,7 +77,7 @@ class StoreSink(NullSink):
         self._pending.append((self.job_id, step, epoch, loss, lr, images_per_s, time.time(),
                               json.dumps(extra) if extra else None))
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         self._write(lambda s: s.add_epoch(self.job_id, epoch, metrics))
 
     def flush(self) -> None:

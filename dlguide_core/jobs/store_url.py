@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -34,6 +35,15 @@ _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 _SECRET_IN_TEXT = re.compile(r"\b(" + "|".join(sorted(SECRET_KEYS)) + r")=(?!\*\*\*)[^\s&'\"]+", re.IGNORECASE)
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s\x00-\x1f\x7f:/?#@\[\]]*)(:\d{0,5})?")
 _CONTROL_OR_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")
+# libpq's connection keywords (a `host=... user=... password=...` string is one of them, never a file name).
+LIBPQ_KEYWORDS = frozenset({
+    "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "require_auth", "channel_binding",
+    "connect_timeout", "client_encoding", "options", "application_name", "fallback_application_name", "keepalives",
+    "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "replication", "gssencmode",
+    "sslmode", "requiressl", "sslcompression", "sslcert", "sslkey", "sslpassword", "sslcertmode", "sslrootcert",
+    "sslcrl", "sslcrldir", "sslsni", "requirepeer", "ssl_min_protocol_version", "ssl_max_protocol_version",
+    "krbsrvname", "gsslib", "gssdelegation", "service", "target_session_attrs", "load_balance_hosts"})
+_KEYWORD_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)")
 
 
 class UrlError(ValueError):
@@ -131,6 +141,71 @@ def mask(text: str) -> str:
     return _SECRET_IN_TEXT.sub(lambda m: f"{m.group(1)}={HIDDEN}", _URL_IN_TEXT.sub(one, text))
 
 
+def keyword_pairs(raw: str) -> tuple[tuple[str, str], ...] | None:
+    """`raw` as a libpq keyword string (`host=db user=u password='a b'`), in (keyword, value) pairs; None when it is
+    not one (no libpq keyword in it, or text between the pairs)."""
+    pairs, at = [], 0
+    while at < len(raw.rstrip()):
+        found = _KEYWORD_PAIR.match(raw, at)
+        if found is None or found.end() == at:
+            return None
+        value = found.group(2)
+        if value.startswith("'"):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:])
+        pairs.append((found.group(1), value))
+        at = found.end()
+    return tuple(pairs) if any(k.lower() in LIBPQ_KEYWORDS for k, _ in pairs) else None
+
+
+def looks_like_keywords(raw: str) -> bool:
+    """Whether `raw` holds a libpq `keyword=value` pair (anywhere), so that it must never become a file name."""
+    return keyword_pairs(raw) is not None or re.search(
+        r"(?:^|\s)(" + "|".join(sorted(LIBPQ_KEYWORDS)) + r")\s*=", raw, re.IGNORECASE) is not None
+
+
+def mask_keywords(raw: str) -> str:
+    """A libpq keyword string with every secret value hidden (`host=db user=u password=***`); one it cannot read
+    shows its keywords alone."""
+    pairs = keyword_pairs(raw)
+    if pairs is None:
+        return " ".join(f"{k}={HIDDEN}" for k in re.findall(r"([A-Za-z_]+)\s*=", raw)) or HIDDEN
+    return " ".join(f"{k}={HIDDEN if k.lower() in SECRET_KEYS else _keyword_value(v)}" for k, v in pairs)
+
+
+def _keyword_value(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'" if not value or _CONTROL_OR_SPACE.search(value) \
+        else value
+
+
+def _keywords_as_url(pairs: tuple[tuple[str, str], ...]) -> str:
+    """The URL a keyword string means, its secrets shown as *** (what to write instead)."""
+    found = dict((k.lower(), v) for k, v in pairs)
+    user = found.get("user")
+    userinfo = (quote(user, safe="") + (f":{HIDDEN}" if found.get("password") else "") + "@") if user else ""
+    host = found.get("host") or found.get("hostaddr") or "HOST"
+    port = f":{found['port']}" if found.get("port") else ""
+    rest = [f"{quote(k, safe='')}={HIDDEN if k in SECRET_KEYS else quote(v, safe='')}" for k, v in found.items()
+            if k not in ("user", "password", "host", "hostaddr", "port", "dbname")]
+    if not user and found.get("password"):
+        rest.append(f"password={HIDDEN}")
+    return (f"postgresql://{userinfo}{quote(host, safe='')}{port}/{quote(found.get('dbname') or 'DB', safe='')}"
+            + (f"?{'&'.join(rest)}" if rest else ""))
+
+
+def absolute_environment(environ: MutableMapping[str, str] | None = None) -> None:
+    """Make a relative SQLite path in DLGUIDE_STORE_URL absolute, once, where the command or the server starts, so
+    every process it starts (a detached job runs in the checkout) opens the same store. Anything else is left as
+    it is (an unreadable value is reported, in one line, when the store is opened)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(ENV, "").strip()
+    if not raw or not (raw.startswith("sqlite:///") or "://" not in raw):
+        return
+    try:
+        environ[ENV] = store_url(raw).raw
+    except StoreError:
+        return
+
+
 @dataclass(frozen=True, repr=False)
 class StoreUrl:
     raw: str  # with its password: only for connecting and for a job process's environment
@@ -191,13 +266,21 @@ def store_url(url: str | Path | StoreUrl | None = None) -> StoreUrl:
         return sqlite_url(_home() / DB_FILE)
     if raw.startswith("sqlite:///"):
         return sqlite_url(raw.removeprefix("sqlite://"))
-    if "://" not in raw:
-        return sqlite_url(raw)  # a plain path
     usage = "use sqlite:///PATH/jobs.db or postgresql://USER:PASSWORD@HOST:PORT/DB"
+    if "://" not in raw:
+        if looks_like_keywords(raw):  # a libpq keyword string: never a file name (it would be named with the password)
+            pairs = keyword_pairs(raw)
+            instead = f"write it as {_keywords_as_url(pairs)}" if pairs else usage
+            raise StoreError(f"{ENV}={mask_keywords(raw)} is a libpq keyword string, not a store URL: {instead}")
+        return sqlite_url(raw)  # a plain path
     try:
         parts = split_url(raw)
     except UrlError as exc:
         raise StoreError(f"{ENV}={mask_url(raw)} cannot be read ({exc}): {usage}") from None
+    misnamed = [k for k, _ in parts.query if k != k.lower() and k.lower() in LIBPQ_KEYWORDS]
+    if misnamed:  # libpq's names are lower-case: `?PASSWORD=` is refused by the driver with a traceback
+        raise StoreError(f"{ENV}={parts.masked} has the query parameter {misnamed[0]}, which libpq does not know: "
+                         f"write its name in lower case ({misnamed[0].lower()}=...)")
     if parts.scheme in ("postgresql", "postgres") and parts.host.split(":")[0] and parts.path.strip("/"):
         return StoreUrl(replace(parts, scheme="postgresql").text(hide=False))
     raise StoreError(f"{ENV}={parts.masked} is not a store URL: {usage}")

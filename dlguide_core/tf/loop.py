@@ -18,7 +18,7 @@ from typing import Any
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.training.configs import RunContext, RunResult
-from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.training.sinks import EpochMetrics, TrainingSink
 
 STATE_FILE = "checkpoint.json"  # the commit record of the latest .keras checkpoint
 
@@ -85,7 +85,7 @@ def train_one_epoch(run: TfRun, sink: TrainingSink) -> dict[str, float]:
     return {name: float(values[-1]) for name, values in history.history.items() if values}
 
 
-def evaluate(run: TfRun) -> dict[str, float]:
+def evaluate(run: TfRun) -> EpochMetrics:
     result = run.model.evaluate(**run.val_data, return_dict=True, verbose=0)
     return {"val_loss": float(result["loss"]), "top1": 100.0 * float(result["accuracy"])}
 
@@ -101,8 +101,9 @@ def fit(run: TfRun, sink: TrainingSink) -> RunResult:
         train = train_one_epoch(run, sink)
         if run.stopped:
             return RunResult("stopped", run.step, run.epoch, save_state(run, sink))
-        metrics = {"train_loss": train.get("loss", math.nan), "train_accuracy": 100.0 * train.get("accuracy", math.nan),
-                   **evaluate(run), "lr": float(keras.ops.convert_to_numpy(run.model.optimizer.learning_rate))}
+        metrics: EpochMetrics = {
+            "train_loss": train.get("loss", math.nan), "train_accuracy": 100.0 * train.get("accuracy", math.nan),
+            **evaluate(run), "lr": float(keras.ops.convert_to_numpy(run.model.optimizer.learning_rate))}
         sink.on_epoch(run.epoch, metrics)
         if run.batch >= run.steps_per_epoch:
             run.epoch, run.batch = run.epoch + 1, 0

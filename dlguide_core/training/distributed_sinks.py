@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from dlguide_core.training.distributed import DistEnv, all_reduce_sum
-from dlguide_core.training.sinks import NullSink, TrainingSink
+from dlguide_core.training.sinks import EpochMetrics, NullSink, TrainingSink
 
 
 class StopFlagSink(NullSink):
@@ -64,7 +64,7 @@ class WriterRankSink(NullSink):
         asks between steps: a cancel need not wait for it to end)."""
         return self._stop or (not self.env.enabled and self.inner.should_stop())
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         if self.env.is_writer:
             self.inner.on_epoch(epoch, metrics)
 

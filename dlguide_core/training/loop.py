@@ -34,7 +34,7 @@ from dlguide_core.training.factories import (
     seed_everything,
     wrap_model,
 )
-from dlguide_core.training.sinks import TrainingSink
+from dlguide_core.training.sinks import EpochMetrics, TrainingSink
 from dlguide_core.vision.checkpoints import load_checkpoint, save_checkpoint
 
 
@@ -164,7 +164,7 @@ class ValidationStopped(Exception):
 
 
 @torch.inference_mode()
-def evaluate(run: TrainingRun, should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+def evaluate(run: TrainingRun, should_stop: Callable[[], bool] | None = None) -> EpochMetrics:
     """Val loss, top-1 and top-5 (percent) and per-class top-1 over the whole val split.
 
     `should_stop` is asked after each batch: a cancel need not wait for the whole pass (30-45 s on the tiny

@@ -27,12 +27,15 @@ from dlguide_core.training.configs import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+    # A recipe's config: a frozen dataclass instance (configs.py); `asdict` of it is the job's stored config
+    RecipeConfig = DataclassInstance
+
 
 @dataclass(frozen=True)
 class Recipe:
     name: str
     framework: str  # "pytorch" or "tensorflow"
-    config_cls: type[DataclassInstance]
+    config_cls: type[RecipeConfig]
     entry: str  # "package.module:function", imported lazily
     summary: str
     arch: str | None = None  # the dlguide_core.vision.models architecture, for PyTorch recipes

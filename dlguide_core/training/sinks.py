@@ -10,12 +10,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, TypedDict
 
 # Optional per-step metrics a loop may pass to `on_step` in `**extra`, as listeners keep them:
 # (column, key in extra, scale). TensorFlow jobs pass Keras' running training accuracy of the epoch
 # so far as a fraction; it is kept in percent, like top1/top5 everywhere else (store, TensorBoard).
 STEP_EXTRAS = (("accuracy", "accuracy", 100.0),)
+
+
+class EpochMetrics(TypedDict, total=False):
+    """What a loop reports at an epoch's end (`on_epoch`), end to end: the sinks pass it on, the store keeps the
+    first four in its `epochs` columns (jobs.metric_tables.EPOCH_METRICS) and the rest as JSON, and reads it back
+    as an `EpochRow`. Losses in nats, accuracies in percent; None where a recipe does not measure one."""
+
+    train_loss: float | None
+    val_loss: float | None
+    top1: float | None
+    top5: float | None  # not measured by the TensorFlow recipes
+    lr: float
+    train_accuracy: float  # TensorFlow recipes: Keras' training accuracy of the epoch
+    per_class: dict[str, float]  # class name -> top-1 at this epoch (PyTorch recipes)
 
 
 class TrainingSink(Protocol):
@@ -33,7 +47,7 @@ class TrainingSink(Protocol):
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         """After each optimiser step; `step` is the global step (1-based, continues across resumes)."""
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         """After each epoch's validation; metrics hold train_loss, val_loss, top1, top5 (+ anything else)."""
 
     def should_stop(self) -> bool:
@@ -63,7 +77,7 @@ class NullSink:
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         pass
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         pass
 
     def should_stop(self) -> bool:
@@ -93,7 +107,7 @@ class TeeSink(NullSink):
         for sink in self.sinks:
             sink.on_step(step, epoch, loss, lr, images_per_s, **extra)
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         for sink in self.sinks:
             sink.on_epoch(epoch, metrics)
 
@@ -133,7 +147,7 @@ class ConsoleSink(NullSink):
             print(f"epoch {epoch + 1} step {step}{of}  loss {loss:.4f}  lr {lr:.3g}  {images_per_s:.1f} img/s",
                   file=self.stream, flush=True)
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         shown = "  ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
         print(f"epoch {epoch + 1} done  {shown}", file=self.stream, flush=True)
 

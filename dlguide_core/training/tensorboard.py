@@ -17,11 +17,11 @@ import threading
 import time
 import types
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dlguide_core.training.sinks import STEP_EXTRAS, NullSink
+from dlguide_core.training.sinks import STEP_EXTRAS, EpochMetrics, NullSink
 
 STEP_TAGS = {"loss": "train/loss", "lr": "train/lr", "images_per_s": "train/images_per_s"}
 EXTRA_TAGS = {column: f"train/{column}" for column, _, _ in STEP_EXTRAS}
@@ -63,7 +63,7 @@ def write_step(writer: Any, row: dict[str, Any]) -> None:
             writer.add_scalar(tag, value, step=int(row["step"]), wall_time=row.get("time"))
 
 
-def write_epoch(writer: Any, epoch: int, metrics: dict[str, Any], wall_time: float | None = None) -> None:
+def write_epoch(writer: Any, epoch: int, metrics: Mapping[str, object], wall_time: float | None = None) -> None:
     """One epoch's metrics: the four known ones, then any other number (lr, ...) as epoch/<name>."""
     for key, value in metrics.items():
         value = _finite(value)
@@ -97,7 +97,7 @@ class TensorBoardSink(NullSink):
     def on_step(self, step: int, epoch: int, loss: float, lr: float, images_per_s: float, **extra: Any) -> None:
         self._pending.append(("step", step, loss, lr, images_per_s, extra, time.time()))
 
-    def on_epoch(self, epoch: int, metrics: dict[str, Any]) -> None:
+    def on_epoch(self, epoch: int, metrics: EpochMetrics) -> None:
         self._pending.append(("epoch", epoch, metrics, time.time()))
         self.flush()
 

@@ -29,7 +29,7 @@ def size() -> int:
     return max(1, physical_cores())
 
 
-def _executor() -> ThreadPoolExecutor:
+def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
@@ -40,4 +40,4 @@ def _executor() -> ThreadPoolExecutor:
 def run(work: Callable[..., T], *args: object) -> T:
     """`work(*args)` on an image thread; its result, or its exception raised here. The caller waits: it is the
     visitor's own script run, which has nothing else to do meanwhile."""
-    return _executor().submit(work, *args).result()
+    return _thread_pool().submit(work, *args).result()

@@ -43,6 +43,8 @@ UPLOAD_TYPES = ("jpg", "jpeg", "png", "webp", "bmp", "gif")
 # Decoders Pillow may use, whatever the file is called: the upload types and nothing else, so a
 # PostScript/EPS "photo" never reaches Ghostscript and rarely used decoders stay out of reach.
 DECODERS = ("JPEG", "PNG", "WEBP", "BMP", "GIF")
+# The file names a dataset folder's images carry: those of DECODERS (a .tif or .ppm would be refused when read).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".gif")
 
 
 def max_pixels() -> int:

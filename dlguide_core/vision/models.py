@@ -82,9 +82,19 @@ def fetch_imagenet_weights(progress: ProgressFn | None = None, spec: Architectur
     except DownloadFailed as exc:
         raise WeightsUnavailable(
             f"ImageNet weights {weights.filename} are not cached and could not be downloaded ({exc}). "
-            f"Download {weights.url} on a machine with internet and copy it to {path} "
-            "(or set TORCH_HOME to the folder that holds checkpoints/)."
+            f"Download {weights.url} on a machine with internet and {where_to_put(path)}"
         ) from None
+
+
+def where_to_put(path: Path) -> str:
+    """How a user puts a weights file at `path`: copy it there, or, in dlguide's image (an `OFFLINE=1` build),
+    mount the folder holding it there, read-only."""
+    import os
+
+    if os.environ.get("DLGUIDE_CONTAINER") == "1":
+        return (f"mount the folder that holds it into the container, read-only: "
+                f"`docker run -v /path/to/checkpoints:{path.parent}:ro ...` (README, Docker).")
+    return f"copy it to {path} (or set TORCH_HOME to the folder that holds checkpoints/)."
 
 
 def load_model(weights: str = architectures.IMAGENET, *, device: str | torch.device | None = None,
@@ -140,10 +150,21 @@ def _load_from_checkpoint(path: Path) -> LoadedModel:
     preset = EvalPreset.from_dict(data["preset"]) if data.get("preset") else spec.eval_preset
     label = f"checkpoint {path.name}"
     if data.get("job_id"):
-        label += f" (job {data['job_id']}, epoch {data.get('epoch', '?')})"
+        label += f" (job {data['job_id']}, {epoch_words(data.get('epoch'), data.get('batch'))})"
     names = data.get("display_names") or data["class_names"]  # readable labels when the data had them
     return LoadedModel(model, spec.name, kwargs, tuple(names), preset, str(path),
                        True, label, state_fingerprint(data["model"]))
+
+
+def epoch_words(epoch: object, batch: object) -> str:
+    """Where a checkpoint's run stood, with epochs counted from 1 as the Train page and `jobs show` count them: a
+    checkpoint keeps the epoch it would resume (0 = the first) and the batch in it (issue 43: "epoch 1" named the
+    second epoch of a run stopped in it, which every table calls 2)."""
+    if not isinstance(epoch, int):
+        return "epoch ?"
+    if isinstance(batch, int) and batch > 0:
+        return f"in epoch {epoch + 1}"
+    return f"after epoch {epoch}" if epoch > 0 else "before epoch 1"
 
 
 def _checkpoint_architecture(name: str, arch: str) -> Architecture:
@@ -206,7 +227,20 @@ def job_checkpoints() -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
+def taught_dir() -> Path:
+    """Where the Classify page saves the checkpoints it taught (issue 44): DLGUIDE_HOME/taught."""
+    from dlguide_core.settings import home
+
+    return home() / "taught"
+
+
+def taught_checkpoints() -> list[Path]:
+    """Checkpoints saved by the Classify page's Teach flow (taught_dir()/*.pt), newest first."""
+    found = [p for p in taught_dir().glob("*.pt") if p.is_file()]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
 def available_weights() -> list[str]:
     """Every weights source a user can pick: imagenet, none, the other architectures' ImageNet weights
-    (architectures.named_sources), then job checkpoints."""
-    return [*architectures.named_sources(), *(str(p) for p in job_checkpoints())]
+    (architectures.named_sources), then job checkpoints, then the checkpoints the Classify page taught."""
+    return [*architectures.named_sources(), *(str(p) for p in [*job_checkpoints(), *taught_checkpoints()])]

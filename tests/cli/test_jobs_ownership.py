@@ -51,7 +51,8 @@ def test_someone_elses_job_is_refused_in_team_mode(team, isolated_home, capsys, 
                    f"{action} it."]
     job = JobStore().get(job_id)
     assert job.status == status and not job.cancel_requested  # nothing happened
-    assert audit_lines(isolated_home) == []
+    assert [line.split(" audit: ")[1] for line in audit_lines(isolated_home)] == [  # the refusal is recorded
+        f'"os:{os_user()}" was refused: {action} job {job_id} (owner "oidc:{ALICE}") via the cli']
 
 
 def test_a_job_with_no_owner_is_refused_in_team_mode_but_shown(team, capsys) -> None:
@@ -68,7 +69,7 @@ def test_own_jobs_and_admins_act_and_leave_an_audit_line(monkeypatch, isolated_h
     assert main(["jobs", "cancel", mine]) == 0
     assert JobStore().get(mine).cancel_requested
     line = audit_lines(isolated_home)[-1]
-    assert line.endswith(f"audit: os:{os_user()} cancelled job {mine} (owner os:{os_user()}) via the cli")
+    assert line.endswith(f'audit: "os:{os_user()}" cancelled job {mine} (owner "os:{os_user()}") via the cli')
     assert JobStore().get(mine).log_path.read_text().splitlines()[-1] == line
 
     monkeypatch.setenv("DLGUIDE_ADMINS", f"carol@example.org,{os_user()}")  # now an admin
@@ -76,11 +77,11 @@ def test_own_jobs_and_admins_act_and_leave_an_audit_line(monkeypatch, isolated_h
     theirs = make_job(ALICE, "interrupted")
     assert main(["jobs", "resume", theirs, "--detach"]) == 0
     assert JobStore().get(theirs).status == "queued"
-    admin = f"os:{os_user()} (admin)"
-    assert audit_lines(isolated_home)[-1].endswith(f"{admin} resumed job {theirs} (owner oidc:{ALICE}) via the cli")
+    admin = f'"os:{os_user()}" (admin)'
+    assert audit_lines(isolated_home)[-1].endswith(f'{admin} resumed job {theirs} (owner "oidc:{ALICE}") via the cli')
     assert main(["jobs", "cancel", theirs]) == 0
     assert main(["jobs", "delete", theirs]) == 0
-    assert audit_lines(isolated_home)[-1].endswith(f"{admin} deleted job {theirs} (owner oidc:{ALICE}) via the cli")
+    assert audit_lines(isolated_home)[-1].endswith(f'{admin} deleted job {theirs} (owner "oidc:{ALICE}") via the cli')
     assert len(audit_lines(isolated_home)) == 4
 
 
@@ -89,7 +90,7 @@ def test_without_admins_named_the_cli_acts_on_any_job(monkeypatch, isolated_home
     job_id = make_job(ALICE, "failed")
     assert main(["jobs", "delete", job_id]) == 0
     assert audit_lines(isolated_home)[-1].endswith(
-        f"os:{os_user()} deleted job {job_id} (owner oidc:{ALICE}) via the cli")
+        f'"os:{os_user()}" deleted job {job_id} (owner "oidc:{ALICE}") via the cli')
 
 
 def test_the_real_cli_refuses_with_one_line(team) -> None:

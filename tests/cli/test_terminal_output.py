@@ -45,3 +45,21 @@ def test_classify_json_never_emits_nan(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     (record,) = json.loads(out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # strict JSON
     assert ": NaN" not in out and record["top"][0]["prob"] is None and "NaN" in record["warning"]
+
+
+def test_classify_and_evaluate_text_print_no_escape_codes_from_class_names(tmp_path, capsys) -> None:
+    """Issue 43 (P10): a checkpoint's class names (from dataset folders) reached the terminal raw."""
+    classes = (f"cat{ESC}", "dog\rx")
+    data = write_toy_dataset(tmp_path / "toy", classes=2, per_class=1, val_per_class=2)
+    for split in ("train", "val"):
+        for i, name in enumerate(classes):
+            (data / split / f"class_{i}").rename(data / split / name)
+    checkpoint = toy_checkpoint(tmp_path / "c.pt", classes)
+    image = next((data / "val").rglob("*.png"))
+    argvs = (["classify", str(image), "--weights", str(checkpoint), "--top", "2", "--device", "cpu"],
+             ["evaluate", "--weights", str(checkpoint), "--data", str(data), "--device", "cpu"])
+    for argv in argvs:
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert "cat?]0;pwned??[2J?[31m" in out and "dog?x" in out, out  # shown, defused
+        assert not {"\x1b", "\x07", "\r"} & set(out + err), repr(out)

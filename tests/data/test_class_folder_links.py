@@ -37,3 +37,16 @@ def test_an_empty_class_is_one_line_in_a_foreground_run(roots, capsys) -> None:
     code = main(["train", "--recipe", "cifar_net", "--data", str(roots / "toy"), "--epochs", "1", "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and "Found no valid file for the classes empty" in err
+
+
+def test_the_no_valid_file_message_lists_only_the_formats_that_are_read(roots) -> None:
+    """Issue 43 (P10): the message listed .tif and .ppm, which the decoders refuse."""
+    from PIL import Image
+
+    (roots / "toy" / "train" / "scans").mkdir()
+    Image.new("RGB", (32, 32)).save(roots / "toy" / "train" / "scans" / "a.tif")
+    with pytest.raises(DatasetError, match="Found no valid file for the classes scans") as err:
+        load_data("cifar_net", roots / "toy", image_size=32)
+    message = str(err.value)
+    assert ".jpg" in message and ".png" in message and ".webp" in message
+    assert ".tif" not in message and ".ppm" not in message and "\n" not in message

@@ -136,6 +136,44 @@ def test_a_row_says_what_ran_beside_its_measurement(cifar):
     assert [r["disturbed"] for r in rows_to_json([busy, quiet])] == ["1 running job, 3 other forwards", None]
 
 
+def test_a_row_measured_under_outside_load_says_so(cifar):
+    """Issue 43 (11): other processes' CPU time (another server's booth visitors) distorted rows with no note."""
+    from dlguide_core.inference.activity import Activity, CpuSample
+
+    samples = iter([Activity(0, frozenset(), CpuSample(100.0, 10.0, 0.0, 2)),
+                    Activity(0, frozenset(), CpuSample(103.0, 11.0, 2.0, 2)),  # others: 2 s of CPU in 2 s
+                    Activity(0, frozenset(), CpuSample(103.0, 11.0, 2.0, 2)),
+                    Activity(0, frozenset(), CpuSample(104.05, 12.0, 3.0, 2))])  # 0.05 s: the box's daemons
+    config = BenchConfig(backends=("torch",), batch_sizes=(1, 2), iters=1, warmup=0)
+    busy, quiet = run_benchmark(cifar, config, watch=lambda: next(samples))
+    assert busy.disturbed == "other processes: 1.0 of 2 cores" and quiet.disturbed is None
+
+
+def test_the_machines_load_is_read_from_proc_stat_against_this_processs_own(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from dlguide_core.inference.activity import between, cpu_sample, snapshot
+
+    if cpu_sample() is None:
+        pytest.skip("no /proc/stat here")
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # it runs
+        before = snapshot()
+        time.sleep(2.0)
+        after = snapshot()
+    finally:
+        burner.kill()
+        burner.wait()
+    seen = between(before, after)
+    assert seen.outside_cores >= 0.3 and f"of {seen.cores} cores" in (seen.describe() or ""), seen
+    own = cpu_sample()
+    sum(i * i for i in range(3_000_000))  # this process's own work is never "other processes"
+    assert cpu_sample().own_s > own.own_s
+
+
 def test_every_gated_forward_is_counted_and_a_benchmarks_own_runs_are_not(cifar):
     from dlguide_core.inference.activity import snapshot
     from dlguide_core.vision.classify import forward_slot

@@ -40,7 +40,7 @@ def test_an_idp_subject_root_is_not_the_os_admin_root(monkeypatch) -> None:
 
 def test_an_older_stores_plain_owners_keep_their_jobs() -> None:
     store = JobStore()
-    with store._tx() as db:  # as a store written before the namespaces: plain names
+    with store.db.transaction() as db:  # as a store written before the namespaces: plain names
         for owner in ("root", "alice@example.org"):
             db.execute("INSERT INTO jobs (id, recipe, framework, config, status, created, owner) "
                        "VALUES (?, 'cifar_net', 'pytorch', '{}', 'failed', 0, ?)", (f"old-{owner}", owner))

@@ -86,7 +86,7 @@ def _unseen_job(store: JobStore, host: str, boot: str, quiet_s: float) -> str:
     job = store.create("cifar_net", "pytorch", {})
     store.claim(job.id, 4_000_000)  # a pid no process here has
     store.set_host(job.id, host, boot)
-    with store._tx() as db:
+    with store.db.transaction() as db:
         db.execute("UPDATE jobs SET started = ? WHERE id = ?", (time.time() - 2 * liveness.UNSEEN_GRACE_S, job.id))
     beat = job.job_dir / liveness.HEARTBEAT_FILE
     beat.touch()

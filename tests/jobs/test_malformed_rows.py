@@ -20,7 +20,7 @@ def _store_with_a_damaged_row(column: str = "config", status: str = "failed") ->
     bad = store.create("cifar_net", "pytorch", {"epochs": 1}, name="bad")
     for job in (good, bad):
         store.finish(job.id, status, "stopped by the test") if status != "queued" else None
-    with store._tx() as db:
+    with store.db.transaction() as db:
         db.execute(f"UPDATE jobs SET {column} = '{{not json' WHERE id = ?", (bad.id,))
     return store, good.id, bad.id
 
@@ -57,7 +57,7 @@ def test_a_damaged_queued_row_fails_instead_of_blocking_the_queue(monkeypatch) -
     monkeypatch.setattr(queue, "launch", lambda store, job: None)  # no process: only the claim is under test
     started = queue.dispatch(store, lambda: 4)
     assert started == [good]
-    (row,) = store._rows("SELECT status, error FROM jobs WHERE id = ?", (bad,))
+    (row,) = store.db.rows("SELECT status, error FROM jobs WHERE id = ?", (bad,))
     assert row["status"] == "failed" and "not JSON" in row["error"]
 
 

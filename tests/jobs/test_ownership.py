@@ -88,7 +88,7 @@ def test_an_audit_line_is_one_line_in_the_log_and_the_audit_file(isolated_home) 
     actor = app_actor("mallory\nfake line\x1b[31m", sign_in=False)
     line = audit(job, actor, "cancel")
     assert "\n" not in line and "\x1b" not in line
-    assert f"mallory?fake line?[31m cancelled job {job.id} (owner oidc:{ALICE}) via the app" in line
+    assert f'"os:mallory?fake line?[31m" cancelled job {job.id} (owner "oidc:{ALICE}") via the app' in line
     assert job.log_path.read_text().splitlines() == ["epoch 1", line]
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
@@ -99,7 +99,7 @@ def test_a_deleted_jobs_audit_line_stays_in_the_audit_file(isolated_home) -> Non
     store.finish(job.id, "failed", "out of memory")
     store.delete(job.id)
     line = audit(job, Actor("root", True, True, "cli"), "delete")
-    assert line.endswith(f"root (admin) deleted job {job.id} (owner oidc:{ALICE}) via the cli")
+    assert line.endswith(f'"os:root" (admin) deleted job {job.id} (owner "oidc:{ALICE}") via the cli')
     assert not job.job_dir.exists()
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
@@ -109,6 +109,48 @@ def test_audit_line_format() -> None:
     line = audit_line(job, Actor(None, False, False, "app"), "resume", when=0)
     assert line == ("1970-01-01T00:00:00Z audit: anonymous resumed job 20261124-120000-abcdef01 (owner unknown) "
                     "via the app")
+
+
+def test_an_identity_is_quoted_so_a_subject_cannot_pose_as_an_admin() -> None:
+    job = dataclasses.replace(job_owned_by('os:bob "x"'), id="20261124-120000-abcdef01")
+    eve = app_actor("oidc:https://idp.example#eve (admin)", sign_in=True)
+    line = audit_line(job, eve, "cancel", when=0)
+    assert line == ('1970-01-01T00:00:00Z audit: "oidc:https://idp.example#eve (admin)" cancelled job '
+                    '20261124-120000-abcdef01 (owner "os:bob \\"x\\"") via the app')
+    admin = audit_line(job, dataclasses.replace(eve, name="oidc:https://idp.example#eve", admin=True), "cancel", when=0)
+    assert '"oidc:https://idp.example#eve" (admin) cancelled' in admin
+
+
+def test_oidc_subjects_compare_case_sensitively_emails_and_os_names_do_not(monkeypatch) -> None:
+    job = job_owned_by("oidc:https://idp.example#Eve")
+    assert refusal(job, app_actor("oidc:https://idp.example#Eve", sign_in=True), "cancel") is None
+    assert "belongs to" in refusal(job, app_actor("oidc:https://idp.example#eve", sign_in=True), "cancel")
+    assert "belongs to" in refusal(job, app_actor("oidc:https://IDP.example#Eve", sign_in=True), "cancel")
+    monkeypatch.setenv("DLGUIDE_ADMINS", "oidc:https://idp.example#Root,Carol@Example.org")
+    assert not app_actor("oidc:https://idp.example#root", sign_in=True).admin
+    assert app_actor("oidc:https://idp.example#Root", sign_in=True).admin
+    assert app_actor("oidc:carol@example.ORG", sign_in=True).admin
+
+
+def test_a_refused_action_leaves_an_audit_line(isolated_home) -> None:
+    job = job_owned_by(ALICE)
+    job.log_path.write_text("epoch 1\n")
+    with pytest.raises(NotJobOwner):
+        authorize(job, app_actor(BOB, sign_in=True), "delete")
+    with pytest.raises(NotJobOwner):
+        authorize(job, app_actor(None, sign_in=True), "cancel")
+    lines = (isolated_home / "audit.log").read_text().splitlines()
+    assert [line.split(" audit: ")[1] for line in lines] == [
+        f'"oidc:{BOB}" was refused: delete job {job.id} (owner "oidc:{ALICE}") via the app',
+        f'anonymous was refused: cancel job {job.id} (owner "oidc:{ALICE}") via the app']
+    assert job.log_path.read_text().splitlines()[1:] == lines
+
+
+def test_the_app_without_sign_in_acts_as_the_os_user(isolated_home) -> None:
+    actor = app_actor(None, sign_in=False)
+    assert actor.name == f"os:{os_user()}" and not actor.enforced
+    line = audit(job_owned_by(None), actor, "cancel")
+    assert f'audit: "os:{os_user()}" cancelled job' in line and "anonymous" not in line
 
 
 def test_unknown_actions_are_a_programming_error() -> None:

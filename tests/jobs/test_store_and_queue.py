@@ -36,7 +36,7 @@ def toy_config(tmp_path: Path, **fields):
 
 def test_store_is_wal_and_round_trips_a_job(tmp_path: Path, store_url: str) -> None:
     store = JobStore()
-    assert store.backend != "sqlite" or store._rows("PRAGMA journal_mode")[0][0] == "wal"
+    assert store.backend != "sqlite" or store.db.rows("PRAGMA journal_mode")[0][0] == "wal"
     job = store.create("cifar_net", "pytorch", {"epochs": 1})
     assert job.status == "queued" and job.config == {"epochs": 1} and job.job_dir.is_dir()
     store.add_steps([(job.id, s, 0, 1.0 / s, 0.1, 10.0, time.time(), None) for s in (1, 2, 3)])
@@ -63,6 +63,19 @@ def test_per_step_accuracy_is_read_back_and_missing_or_nan_is_none() -> None:
     assert "accuracy" not in store.steps(job.id, extras=False)
     csv_rows = store.export_csv(job.id).splitlines()
     assert csv_rows[2].endswith(",25.0") and csv_rows[1].endswith(",")
+
+
+def test_the_csv_gives_an_epochs_metrics_on_its_last_step_row_only() -> None:
+    """Issue 43 (walk): an epoch's end values were repeated on every step row of that epoch."""
+    store = JobStore()
+    job = store.create("cifar_net", "pytorch", {})
+    store.add_steps([(job.id, s, (s - 1) // 2, 1.0, 0.1, 10.0, 1000.0 + s, None) for s in (1, 2, 3, 4, 5)])
+    store.add_epoch(job.id, 0, {"train_loss": 0.5, "val_loss": 0.4, "top1": 50.0, "top5": 100.0})
+    store.add_epoch(job.id, 1, {"train_loss": 0.25, "val_loss": 0.2, "top1": 75.0, "top5": 100.0})
+    rows = [line.split(",") for line in store.export_csv(job.id).splitlines()[1:]]
+    epoch_cells = [row[6:10] for row in rows]
+    assert epoch_cells == [["", "", "", ""], ["0.5", "0.4", "50.0", "100.0"], ["", "", "", ""],
+                           ["0.25", "0.2", "75.0", "100.0"], ["", "", "", ""]]  # epoch 2 (step 5) not ended yet
 
 
 def test_has_step_tells_a_reader_its_cached_rows_were_trimmed_or_redone() -> None:
@@ -158,7 +171,7 @@ def test_store_sink_makes_steps_readable_by_another_connection_while_it_runs() -
         sink.on_step(1, 0, 2.0, 0.1, 100.0)
         reader = JobStore(store.url)
         wait_for(lambda: reader.last_step(job.id), timeout=30.0, every=0.02)
-        with store._tx() as db:  # as `jobs cancel` would, for a running job
+        with store.db.transaction() as db:  # as `jobs cancel` would, for a running job
             db.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job.id,))
         wait_for(sink.should_stop, timeout=30.0, every=0.02)
         assert sink.stop_reason == "cancel"

@@ -58,7 +58,7 @@ def test_a_corrupt_store_is_one_line_exit_2_and_left_as_it_was(kind: str, isolat
     db = isolated_home / "jobs.db"
     if data is None:
         store, _ = _store_with_a_job(steps=3000)
-        store._rows("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.db.rows("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         whole = db.read_bytes()
         data = whole[: len(whole) // 2] if "half" in kind else b"\0" * 100 + whole[100:]

@@ -76,7 +76,7 @@ def test_a_store_newer_than_the_code_is_refused_and_left_untouched(tmp_path: Pat
 
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {})
-    with store._tx() as db:
+    with store.db.transaction() as db:
         db.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (schema.SCHEMA_VERSION + 1, 0.0))
     store.close()
     before = store.path.read_bytes()

@@ -122,7 +122,7 @@ def test_training_ticker_shows_a_running_jobs_loss(monkeypatch: pytest.MonkeyPat
     store.create("cifar_net", "pytorch", {"epochs": 1})  # queued: not offered
     damaged = store.create("cifar_net", "pytorch", {"epochs": 1})  # a running row whose config is not JSON:
     store.claim(damaged.id, os.getpid())  # skipped, never "This app has encountered an error" (issue 33)
-    with store._tx() as db:
+    with store.db.transaction() as db:
         db.execute("UPDATE jobs SET config = '{not json' WHERE id = ?", (damaged.id,))
     at = booth(monkeypatch)
     assert not at.exception

@@ -82,8 +82,10 @@ def test_every_training_field_has_help(tmp_path, monkeypatch) -> None:
               if w.key and w.key.startswith("train_cifar_net_")]
     assert len(fields) >= 13
     assert all(w.help for w in fields), [w.key for w in fields if not w.help]
-    assert "Max steps wins over Epochs" in at.number_input(key="train_cifar_net_max_steps").help
-    assert any(c.value.startswith("Max steps wins over Epochs") for c in at.caption)  # said on the form too
+    rule = "The run stops at whichever limit comes first, Epochs or Max steps"  # issue 43: neither "wins"
+    assert rule in at.number_input(key="train_cifar_net_max_steps").help
+    assert any(c.value.startswith(rule) for c in at.caption)  # said on the form too
+    assert not any("wins" in c.value for c in at.caption)
 
 
 def test_a_one_point_epoch_chart_shows_a_marker_and_a_run_keeps_its_colour() -> None:
@@ -137,7 +139,7 @@ def test_the_comparison_survives_another_page_and_a_new_run_joins_it(tmp_path, m
     assert not at.exception, at.exception
     (new,) = [j.id for j in store.list_jobs() if j.status == "queued"]
     assert at.multiselect(key="train_view_jobs").value == [a, b, new]
-    assert any(i.value.startswith(f"Job {new} is queued") for i in at.info)  # the truth: not "running"
+    assert any(f"(job {new}) is queued" in i.value for i in at.info)  # the truth: not "running"; named first
 
 
 def test_per_class_accuracy_shows_the_datasets_words_with_the_id_in_the_tooltip(tmp_path) -> None:
@@ -169,7 +171,9 @@ def test_evaluate_lists_finished_jobs_newest_first() -> None:
     time.sleep(0.01)
     newer = _job(store, "succeeded", checkpoint=True)
     at = open_app("pages/train.py")
-    assert f"({newer})" in at.selectbox(key="train_eval_job").options[0]  # the run's name, its id secondary
+    picker = at.selectbox(key="train_eval_job")
+    assert picker.label == "Job to evaluate" and picker.options[0].endswith(f" · {newer}")  # issue 43: the
+    # format of the Train page's job picker ("name · id"), under a label of its own
     assert at.selectbox(key="train_eval_job").value == newer and older in at.selectbox(key="train_eval_job").options[1]
 
 

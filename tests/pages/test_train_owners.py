@@ -60,7 +60,8 @@ def test_someone_else_sees_the_job_but_cannot_delete_it(isolated_home) -> None:
     at.button(key="train_delete_confirm").click().run()  # Delete asks first (issue 24)
     assert f"Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may delete it." in errors(at)
     assert JobStore().get(job_id).status == "failed"
-    assert not (isolated_home / "audit.log").exists()
+    assert (isolated_home / "audit.log").read_text().strip().endswith(  # the refusal is recorded
+        f'audit: "oidc:{BOB}" was refused: delete job {job_id} (owner "oidc:{ALICE}") via the app')
 
 
 def test_someone_else_cannot_cancel_a_running_job() -> None:
@@ -79,7 +80,7 @@ def test_the_owner_cancels_and_the_log_says_who(isolated_home) -> None:
     job = JobStore().get(job_id)
     assert job.cancel_requested
     line = job.log_path.read_text().splitlines()[-1]
-    assert line.endswith(f"audit: oidc:{ALICE} cancelled job {job_id} (owner oidc:{ALICE}) via the app")
+    assert line.endswith(f'audit: "oidc:{ALICE}" cancelled job {job_id} (owner "oidc:{ALICE}") via the app')
     assert (isolated_home / "audit.log").read_text().splitlines() == [line]
 
 
@@ -91,7 +92,7 @@ def test_an_admin_deletes_anyones_job_even_one_with_no_owner(isolated_home) -> N
     assert not errors(at)
     assert JobStore().list_jobs() == []
     assert (isolated_home / "audit.log").read_text().strip().endswith(
-        f"audit: oidc:{CAROL} (admin) deleted job {job_id} (owner unknown) via the app")
+        f'audit: "oidc:{CAROL}" (admin) deleted job {job_id} (owner unknown) via the app')
 
 
 def test_a_job_started_in_the_app_belongs_to_the_signed_in_user(tmp_path, monkeypatch) -> None:
@@ -119,7 +120,8 @@ def test_an_unverified_email_names_nobody_but_its_issuer_and_subject(isolated_ho
     at = train_page_as("root", verified=False)
     at.button(key="train_cancel").click().run()
     assert "belongs to oidc:" in " ".join(errors(at)) and not JobStore().get(job_id).cancel_requested
-    assert not (isolated_home / "audit.log").exists()
+    refused = (isolated_home / "audit.log").read_text().splitlines()
+    assert len(refused) == 2 and all(" was refused: cancel job " in line for line in refused)
 
 
 def test_renaming_is_the_owners_and_leaves_an_audit_line(isolated_home) -> None:
@@ -129,11 +131,12 @@ def test_renaming_is_the_owners_and_leaves_an_audit_line(isolated_home) -> None:
     at.text_input(key=f"train_name_{job_id}").input("[click me](https://evil.example)").run()
     at.button(key=f"train_rename_{job_id}").click().run()
     assert f"Job {job_id} belongs to oidc:{ALICE}: only they or an admin (DLGUIDE_ADMINS) may rename it." in errors(at)
-    assert JobStore().get(job_id).name is None and not (isolated_home / "audit.log").exists()
+    assert JobStore().get(job_id).name is None
+    assert " was refused: rename job " in (isolated_home / "audit.log").read_text()
     at = train_page_as(ALICE)
     at.text_input(key=f"train_name_{job_id}").input("first try").run()
     at.button(key=f"train_rename_{job_id}").click().run()
     assert not [e for e in errors(at) if "belongs to" in e]  # only the job's own failure is shown, no refusal
     assert "stopped by the test" in errors(at) and JobStore().get(job_id).name == "first try"
     assert (isolated_home / "audit.log").read_text().strip().endswith(
-        f"audit: oidc:{ALICE} renamed job {job_id} (owner oidc:{ALICE}) via the app")
+        f'audit: "oidc:{ALICE}" renamed job {job_id} (owner "oidc:{ALICE}") via the app')

@@ -1,7 +1,8 @@
 """The booth under load (10 concurrent visitors on loopback: each opens the page over Streamlit's websocket and posts
 its photos to the booth's HTTP route), its no-files-left promise, and an idle screen that costs the server nothing.
 
-Small round counts here; bench/bench_kiosk_load.py runs the 500-classification version.
+Small round counts here (tests/support/visitors.py's crowd); bench/bench_kiosk_load.py runs the 500-classification
+version.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.benches import load_bench
+from tests.support import visitors
 
 pytestmark = pytest.mark.slow
 
-
-bench = load_bench("bench_kiosk_load")
 
 
 def server_pid(url: str) -> int:
@@ -42,7 +41,7 @@ def test_ten_concurrent_visitors(app_server, booth_home: Path) -> None:
     # The default backend (the fastest available, ranked again at start), as a restarted `make kiosk` finds its
     # export, int8 model and compiled program (booth_home); glibc arenas capped as `make kiosk` runs it.
     url = app_server(DLGUIDE_KIOSK="1", MALLOC_ARENA_MAX="2")
-    report = bench.run_load(url, server_pid(url), sessions=10, rounds=2, single_rounds=3)
+    report = visitors.run_load(url, server_pid(url), sessions=10, rounds=2, single_rounds=3)
     print(report)  # the numbers, for `pytest -s`
     assert report["errors"] == []
     assert report["classifications"] == 20
@@ -68,13 +67,13 @@ def test_a_visit_leaves_no_file_and_an_open_screen_costs_the_server_nothing(app_
     tmp.mkdir()
     url = app_server(DLGUIDE_KIOSK="1", DLGUIDE_HOME=str(home), TMPDIR=str(tmp), DLGUIDE_KIOSK_BACKEND="torch",
                      DLGUIDE_KIOSK_IDLE_S="2")
-    with bench.BoothSession(url) as warm:  # first load: model, caches, anything the app itself keeps
-        warm.classify(bench.shot(1))
+    with visitors.BoothSession(url) as warm:  # first load: model, caches, anything the app itself keeps
+        warm.classify(visitors.shot(1))
     before = snapshot(home, tmp)
-    with bench.BoothSession(url) as visitor:
-        assert visitor.last.status == bench.ForwardMsg.FINISHED_SUCCESSFULLY and not visitor.last.errors
+    with visitors.BoothSession(url) as visitor:
+        assert visitor.last.status == visitors.ForwardMsg.FINISHED_SUCCESSFULLY and not visitor.last.errors
         # 1600x1200 noise is over 1 MB: the size at which multipart parsing would spool to a temp file
-        photo = bench.shot(2, size=(1600, 1200))
+        photo = visitors.shot(2, size=(1600, 1200))
         assert len(photo) > 1_000_000
         answered, _ = visitor.classify(photo, heatmap=True)
         assert not answered.problem(), answered.problem()

@@ -26,7 +26,8 @@ def test_the_image_runs_as_a_non_root_user_that_owns_the_data() -> None:
     users = [args.strip() for kind, args in steps if kind == "USER"]
     assert users and users[-1] not in ("root", "0"), "the last USER must not be root"
     last_user = max(i for i, (kind, _) in enumerate(steps) if kind == "USER")
-    assert last_user < [kind for kind, _ in steps].index("CMD")
+    last_cmd = max(i for i, (kind, _) in enumerate(steps) if kind == "CMD")  # the last stage's (issue 42: two)
+    assert last_user < last_cmd
     assert f"chown -R {users[-1]}:{users[-1]} /data" in DOCKERFILE
 
 

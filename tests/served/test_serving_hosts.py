@@ -189,3 +189,38 @@ def test_an_ambiguous_address_or_a_too_wide_host_list_refuses_to_start(option, s
                             timeout=120)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and says in lines[0], result.stderr
+
+
+# ---------------------------------------------------------------- another port's page (issue 43, P1 and P6)
+
+
+def test_another_ports_page_gets_no_session_even_with_the_owners_cookie(default_server) -> None:
+    """P1: a page another local user serves on 127.0.0.1:8999 opened the owner's app through the owner's browser,
+    whose token cookie goes to every port. The upgrade and every write from another origin answer 403."""
+    port, host = default_server.port, f"127.0.0.1:{default_server.port}"
+    owner = default_server.url.headers()
+    assert upgrade_status(port, host, headers={**owner, "Origin": "http://127.0.0.1:8999"}) == 403
+    assert upgrade_status(port, host, headers={**owner, "Origin": f"http://localhost:{port}"}) == 403
+    assert upgrade_status(port, host, headers={**owner, "Origin": f"http://{host}"}) == 101  # the owner's own page
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("PUT", "/_stcore/upload_file/some-session/some-file", body=b"x" * 1000,
+                       headers={**owner, "Referer": "http://127.0.0.1:8999/attack.html"})
+    assert connection.getresponse().status == 403
+    connection.close()
+
+
+@pytest.mark.parametrize("make, token, says", [
+    (lambda home: (home / "server-token").mkdir(parents=True), "", "is a directory"),
+    (lambda home: home.write_text("a file where the home should be"), "", "cannot keep the server's token"),
+    (lambda home: None, "a" * 16, "DLGUIDE_TOKEN must be varied"),
+    (lambda home: None, "abcdefgh\x01ijklmnopq", "no spaces or control characters"),
+])
+def test_an_unusable_token_place_refuses_to_start_in_one_line(tmp_path: Path, make, token: str, says: str) -> None:
+    """P6: a directory at server-token, or a DLGUIDE_HOME that cannot be made, gave a traceback; a DLGUIDE_TOKEN of
+    16 x "a", or with control characters, was served with."""
+    home = tmp_path / "home"
+    make(home)
+    result = subprocess.run(serve.command(free_port()), cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "DLGUIDE_HOME": str(home), "DLGUIDE_TOKEN": token})
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and says in lines[0], result.stderr

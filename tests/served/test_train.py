@@ -47,7 +47,7 @@ def test_start_a_job_and_see_the_chart_grow(app_server, browser_page, tmp_path, 
     epochs.fill("20")  # long enough that growth is seen before it ends; cancelled below
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
     page.locator(".st-key-train_cifar_net_start button").click()
-    started = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ (running|is queued)"))
+    started = page.get_by_text(re.compile(r"\(job \d{8}-\d{6}-\w+\) (running|is queued)"))  # named first
     try:
         started.wait_for(timeout=90_000)
     except Exception:  # say what the page showed instead of a bare timeout

@@ -182,7 +182,7 @@ def test_resume_then_delete_keep_every_part_of_the_page_on_one_job(page, served)
         _after_reruns(page, 4)
         assert store.get(paused).status == "queued"
         _one_job_named(page, paused)
-        assert _picked(page) == f"paused run · queued · {paused}"
+        assert _picked(page) == f"paused run · {paused}"  # issue 43: a label the job's state never changes
         # a queued job's buttons (the holder, running, would have the same: the picker and summary say which)
         assert page.get_by_role("button", name="Cancel").is_enabled()
         assert page.get_by_role("button", name="Delete…").is_disabled()

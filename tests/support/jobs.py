@@ -26,3 +26,23 @@ def finished_job(store: JobStore, data: Path, lr: float, top1: float, checkpoint
         store.set_checkpoint(job.id, path, 2, 1)
     store.finish(job.id, "succeeded")
     return job.id
+
+
+def cancel_active(home: Path, wait_s: float = 60.0) -> None:
+    """Cancel every queued or running job of the store under DLGUIDE_HOME `home` and wait (up to `wait_s`) until
+    none runs: what a bench started must not load the machine after it."""
+    from dlguide_core.jobs.store import ACTIVE, JobError
+
+    store = JobStore(home / "jobs.db")
+    try:
+        for job in store.list_jobs():
+            if job.status in ACTIVE:
+                try:
+                    store.request_cancel(job.id)
+                except JobError:
+                    continue
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(j.status == "running" for j in store.list_jobs()):
+            time.sleep(0.5)
+    finally:
+        store.close()

@@ -12,7 +12,9 @@ from tests.support.paths import ROOT
 SHARED_CLUSTERS = {"slurm_cluster": "slurm", "ray_head": "ray"}
 # Groups that take minutes go to the workers first, in this order, so none is left running alone at the end
 # (per-file times: `pytest --durations=0`, docs/BENCHMARKS.md "The test suite"); the rest keep collection order.
-LONG_FIRST = ("slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py", "ray",
+# The image tests first of all: a fresh machine builds the stand-in base and the image there (about 10 minutes).
+LONG_FIRST = ("tests/docker/test_image.py", "slurm", "tests/training/test_distributed.py", "tests/served/test_kiosk.py",
+              "ray",
               "tests/inference/test_backend_migraphx.py", "tests/tf/test_tensorflow_recipes.py",
               "tests/served/test_train_page.py", "tests/inference/test_backend_zentorch.py",
               "tests/jobs/test_store_and_queue.py", "tests/served/test_concurrent_sessions.py",

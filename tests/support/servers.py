@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import serve
@@ -47,6 +49,7 @@ class Served:
     port: int
     proc: subprocess.Popen
     log: Path
+    started: float = field(default_factory=time.monotonic)  # about when the launcher was started (monotonic)
 
     def link(self, path: str = "/") -> str:
         return self.url.link(path)
@@ -54,28 +57,47 @@ class Served:
     def log_text(self) -> str:
         return ANSI.sub("", self.log.read_text(errors="replace")) if self.log.is_file() else ""
 
+    def wait(self, timeout: float = 300.0) -> None:
+        """Until the server answers its health check (serve.wait_healthy); its log's tail in the error."""
+        serve.wait_healthy(self.url, self.proc, timeout, log_tail=lambda: self.log_text()[-2000:])
+
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, timeout=20)
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Stop a server (or any child): TERM, then KILL after `timeout` seconds (on a loaded box the report counts,
+    not a graceful exit)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
 
 
 def start_served(log: Path, env: dict[str, str] | None = None, options: tuple[str, ...] = (),
-                 port: int | None = None, wait: bool = True) -> Served:
-    """serve.py on a free port with the test's environment plus `env`; waited for unless `wait=False`."""
+                 port: int | None = None, wait: bool = True, timeout: float = 300.0) -> Served:
+    """serve.py on a free port with the test's environment plus `env`; waited for (up to `timeout` s) unless
+    `wait=False` (then the caller watches it from its first second, `Served.started`, and calls `wait()`)."""
     port = port or free_port()
     full_env = {**os.environ, TOKEN_ENV: new_token(), **(env or {})}
+    started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(serve.command(port, *options), cwd=ROOT, env=full_env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-    served = Served(AppURL(f"http://127.0.0.1:{port}", full_env[TOKEN_ENV]), port, proc, log)
+    served = Served(AppURL(f"http://127.0.0.1:{port}", full_env[TOKEN_ENV]), port, proc, log, started)
     if wait:
         try:
-            serve.wait_healthy(served.url, proc, log_tail=lambda: served.log_text()[-2000:])
+            served.wait(timeout)
         except Exception:
             served.stop()
             raise
     return served
+
+
+def bare_command(app: Path, port: int) -> list[str]:
+    """`streamlit run APP` with no dlguide code: a floor for the benches, on the same address and headless start
+    as serve.py."""
+    return [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
+            "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]

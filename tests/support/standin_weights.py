@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torchvision.models import inception_v3
 
@@ -26,3 +28,17 @@ def standin_imagenet_state(seed: int = 0) -> dict[str, torch.Tensor]:
         model.fc.weight.mul_(3.0 / (centred @ model.fc.weight.T).std())  # logits std ~3
         model.fc.bias.zero_()
     return model.state_dict()
+
+
+def weights_env(workdir: Path) -> dict[str, str]:
+    """The environment a served app or job needs for ImageNet weights offline: nothing when TORCH_HOME already
+    holds them, else TORCH_HOME=workdir/torch_home holding the stand-in (written once; reused when already there)."""
+    from dlguide_core.vision.models import imagenet_weights_path
+
+    if imagenet_weights_path().is_file():
+        return {}
+    path = workdir / "torch_home" / "hub" / "checkpoints" / imagenet_weights_path().name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(standin_imagenet_state(), path)
+    return {"TORCH_HOME": str(workdir / "torch_home")}

@@ -51,12 +51,13 @@ def test_ray_without_an_address_or_a_head_is_unavailable_with_the_reason(monkeyp
     radio = at.radio(key="train_cifar_net_run_on")
     assert radio.options[2] == "Ray (unavailable)"
     radio.set_value("ray").run()
-    assert "Ray cannot be used here: no Ray address: pass --ray-address" in at.warning[0].value
+    assert "Ray cannot be used here: no Ray address: pass --ray-address `http://HEAD:8265`" in at.warning[0].value
+    assert "`http://HEAD:8265`" in radio.proto.captions[2]  # issue 43: a placeholder, never a link
     dead = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("RAY_ADDRESS", dead)
     at = AppTest.from_function(_script, default_timeout=60).run()
     at.radio(key="train_cifar_net_run_on").set_value("ray").run()
-    assert f"Ray cannot be used here: Ray is not answering at {dead}" in at.warning[0].value
+    assert f"Ray cannot be used here: Ray is not answering at `{dead}" in at.warning[0].value
     assert "executor=ray problem=Ray: Ray is not answering" in at.markdown[-1].value
 
 

@@ -32,8 +32,16 @@ class FakeRuntime:
     def __init__(self) -> None:
         self.handled: list[tuple[str, BackMsg]] = []
 
+        self.ended: list[str] = []
+
     def handle_backmsg(self, session_id: str, msg: BackMsg, *, client=None) -> None:
         self.handled.append((session_id, msg))
+
+    def disconnect_session(self, session_id: str, *, client=None) -> None:
+        self.ended.append(session_id)
+
+    def close_session(self, session_id: str) -> None:
+        self.ended.append(session_id)
 
 
 def run_in_own_loop(coroutine_function) -> None:
@@ -73,23 +81,56 @@ def test_cache_clearing_and_developer_messages_are_dropped() -> None:
 
 def test_a_rerun_flood_runs_one_script_at_a_time_and_the_newest_state_still_arrives() -> None:
     """N3: 100 reruns at once from one session: the first runs, INTERRUPT_BURST may stop it, the rest wait for the
-    run to end, and only the newest of them (per fragment) runs then; another session's runs are its own."""
-    delivered: list[str] = []
+    run to end, and only the newest of them runs then; another session's runs are its own. A fragment's rerun
+    held beside the page's becomes one run of the page (which runs every fragment) with the newest state."""
+    delivered: list[tuple[str, str]] = []
+
+    def deliver(msg: BackMsg):
+        return lambda: delivered.append((msg.rerun_script.query_string, msg.rerun_script.fragment_id))
 
     async def flood() -> None:
         policy = ControlPolicy(burst=3, per_s=1.0, stuck_s=30.0)
         for i in range(100):
             msg = rerun(f"page={i}")
-            policy.admit("s1", msg, lambda m=msg: delivered.append(m.rerun_script.query_string))
-        policy.admit("s1", rerun("tick", "fragment-a"), lambda: delivered.append("fragment-a"))
-        policy.admit("s2", rerun("other"), lambda: delivered.append("other"))
-        assert delivered == ["page=0", "page=1", "page=2", "page=3", "other"]
+            policy.admit("s1", msg, deliver(msg))
+        tick = rerun("tick", "fragment-a")
+        policy.admit("s1", tick, deliver(tick))
+        other = rerun("other")
+        policy.admit("s2", other, deliver(other))
+        assert [q for q, _ in delivered] == ["page=0", "page=1", "page=2", "page=3", "other"]
         policy.finished("s1")  # the script_finished the session sends its browser
-        assert delivered[5:] == ["page=99"]
+        assert delivered[5:] == [("tick", "")]  # the newest state, as a run of the whole page
         policy.finished("s1")
-        assert delivered[6:] == ["fragment-a"]
+        assert len(delivered) == 6 and policy.delivered == 6 and policy.held == 97 and policy.replaced == 96
+        alone = rerun("alone", "fragment-b")  # a fragment's rerun held alone stays the fragment's
+        policy.admit("s1", rerun("busy"), lambda: None)
+        policy.admit("s1", alone, deliver(alone))
         policy.finished("s1")
-        assert len(delivered) == 7 and policy.delivered == 7 and policy.held == 97
+        assert delivered[6:] == [("alone", "fragment-b")]
+
+    run_in_own_loop(flood)
+
+
+def test_reruns_with_unique_fragment_ids_hold_one_message_and_go_with_their_session() -> None:
+    """Issue 43, P3: the budget kept the newest rerun per fragment id, which the client picks: 2,000 reruns x 64 KB
+    with unique ids held 190 MB, still after the session closed. Now a session holds one, dropped when it goes."""
+    runtime_class = type("Runtime", (FakeRuntime,), {})
+    policy = control_messages.install(runtime_class, ControlPolicy(burst=0, per_s=0.0, stuck_s=30.0))
+    runtime = runtime_class()
+    padding = "x" * 64 * 1024
+
+    async def flood() -> None:
+        for i in range(2000):
+            runtime.handle_backmsg("s1", rerun(f"{padding}{i}", f"fragment-{i}"), client=None)
+        budget = policy.sessions["s1"]
+        assert budget.held is not None and budget.held.msg.rerun_script.query_string.endswith("1999")
+        assert len(runtime.handled) == 1 and policy.replaced == 1998
+        runtime.disconnect_session("s1")
+        assert "s1" not in policy.sessions  # nothing of it held: its timer cancelled, its message gone
+        runtime.handle_backmsg("s2", rerun("a"), client=None)
+        runtime.handle_backmsg("s2", rerun("b"), client=None)
+        runtime.close_session("s2")
+        assert policy.sessions == {} and runtime.ended == ["s1", "s2"]
 
     run_in_own_loop(flood)
 

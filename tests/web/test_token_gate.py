@@ -4,6 +4,7 @@ The served checks (a real `make run`, its websocket upgrade) are in tests/served
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,49 @@ def test_dlguide_token_is_used_and_checked(tmp_path: Path, monkeypatch) -> None:
         monkeypatch.setenv("DLGUIDE_TOKEN", weak)
         with pytest.raises(TokenRefused, match="DLGUIDE_TOKEN must be at least 16"):
             load_token(tmp_path)
+
+
+def test_weak_tokens_are_refused_naming_the_rule(tmp_path: Path, monkeypatch) -> None:
+    """Issue 43, P6: 16 x "a" and a token with control characters were accepted."""
+    for weak, rule in (("a" * 16, "different characters"), ("ab" * 20, "different characters"),
+                       ("abcdefghijklmno\x01", "control characters"), ("abcdefgh-ijklmnop\x7f", "control"),
+                       ("abcdefghijklmnopé", "ASCII")):
+        monkeypatch.setenv("DLGUIDE_TOKEN", weak)
+        with pytest.raises(TokenRefused, match=rule):
+            load_token(tmp_path)
+    monkeypatch.setenv("DLGUIDE_TOKEN", "Zq3-vR8_kP1mW7xT")  # 16 different: 64 bits by the count
+    assert load_token(tmp_path).value == "Zq3-vR8_kP1mW7xT"
+
+
+def test_an_unusable_token_place_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    """Issue 43, P6: a directory at server-token, or a DLGUIDE_HOME that cannot be made, gave a traceback."""
+    monkeypatch.delenv("DLGUIDE_TOKEN", raising=False)
+    (tmp_path / TOKEN_FILE).mkdir()
+    with pytest.raises(TokenRefused, match="is a directory"):
+        load_token(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("DLGUIDE_HOME", str(tmp_path / "a-file" / "home"))
+    with pytest.raises(TokenRefused, match="cannot keep the server's token in .*DLGUIDE_HOME"):
+        load_token()
+
+
+def test_servers_starting_on_one_fresh_home_share_one_token(tmp_path: Path, monkeypatch) -> None:
+    """Issue 43, P6: two servers on a fresh home raced (FileExistsError, or two different tokens)."""
+    import multiprocessing
+
+    monkeypatch.delenv("DLGUIDE_TOKEN", raising=False)
+    with multiprocessing.get_context("spawn").Pool(4) as pool:  # spawn: this process may hold Playwright's threads
+        pool.map(time.sleep, [0.1] * 4)  # the workers started
+        for round_ in range(8):
+            home = tmp_path / f"home{round_}"
+            home.mkdir()
+            values = pool.map(token_in, [home] * 8, chunksize=1)
+            assert len(set(values)) == 1 and (home / TOKEN_FILE).read_text().strip() == values[0]
+            assert sorted(p.name for p in home.iterdir()) == [TOKEN_FILE]  # no draft left behind
+
+
+def token_in(home: Path) -> str:
+    return load_token(home).value
 
 
 async def echo(websocket: WebSocket) -> None:

@@ -14,17 +14,22 @@ The contract, for anyone writing one (`local`, `slurm`, `ray`):
   (`save_options`/`load_options`, `executor.json`) so that `resume` submits with the same settings.
 - `available()` -> `Availability(ok, reason)`, quick (no network call that can hang: a timeout of a few seconds
   at most). `reason` is one line for the page's disabled choice, e.g. "`sbatch` is not on PATH".
-- `submit(store, recipe, config, options, owner=None)` -> `Job`: validate (raise a `DlguideError` subclass with
-  one line; nothing is left queued then), create the row with `store.create(recipe, framework, asdict(config),
-  executor=self.name, owner=owner or ownership.os_user())` (`owner`: the app's signed-in user, else the OS user),
-  hand the job over, record the scheduler's id with `store.set_external(job.id, self.name, external_id)` (a
-  string), and return `store.get(job.id, refresh=False)`. If the hand-over fails after the row exists, finish the
-  job `failed` with the one-line reason and raise it. The store URL reaches the job through the environment
+- `submit(store, recipe, config, options, owner=None)` -> `Job` is written once, here (a template): the recipe,
+  its config's type (ConfigError), the executor's `check(config, options)` hook (its own refusals, a
+  `DlguideError` subclass with one line, nothing left queued; it returns the options as resolved), the row
+  (`store.create(..., executor=self.name, owner=owner or ownership.os_user())`: `owner` is the app's signed-in
+  user), the options saved, then `hand_over(store, job, options)`: the executor gives the row to its scheduler,
+  records the scheduler's id with `store.set_external(job.id, self.name, external_id)` (a string), and returns
+  `store.get(job.id, refresh=False)`. If the hand-over fails after the row exists, it finishes the job `failed`
+  with the one-line reason and raises it. The store URL reaches the job through the environment
   (`DLGUIDE_STORE_URL`, `DLGUIDE_HOME`), never argv (it may hold a password).
 - The job process, wherever it runs, is `python -m dlguide_core.jobs.executors.job_entry JOB_ID [-- COMMAND...]`:
   it claims the job (queued -> running, records pid, host and boot id), runs it (the runner in-process, or
   COMMAND, e.g. srun + torchrun, as a child it forwards TERM/INT to), and the job records its own final status.
   A TERM is the checkpointed stop (-> `interrupted`, resumable); the store's cancel flag -> `cancelled`.
+  Two hooks run there, the job's executor's `NodeHooks` (the row's `executor`, jobs.executors.node_hooks):
+  `claim` (the base: queued -> running; Slurm: a requeued job taken back) and `judge_stop` (the base: none;
+  Slurm: who stopped it), so job_entry itself names no scheduler.
 - `status(job)` -> `ExternalStatus(status, reason, state)`: the scheduler's view of the job, mapped onto
   dlguide's statuses (`jobs.store.STATUSES`); `state` is the scheduler's own word ("PENDING"), `reason` one line
   or None. It must return within a few seconds: every command or request has a timeout, and a scheduler that
@@ -47,18 +52,31 @@ The contract, for anyone writing one (`local`, `slurm`, `ray`):
 from __future__ import annotations
 
 import json
+import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, TypeAlias, TypeVar
 
 from dlguide_core.errors import DlguideError
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, job_dir
+from dlguide_core.training.configs import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from dlguide_core.training.recipes import Recipe, RecipeConfig
 
 OPTIONS_FILE = "executor.json"  # in the job folder: the options a resume submits with
 # After the store says a followed job ended: its last lines are printed just after (jobs.runner.main)
 FOLLOW_SETTLE_S, FOLLOW_SETTLE_MAX_S = 1.0, 10.0
+
+
+# An executor's own settings: a frozen dataclass, every field with a default (see the module docstring)
+OptionsT = TypeVar("OptionsT", bound="DataclassInstance")
+ExecutorOptions: TypeAlias = "DataclassInstance"  # any executor's options, for the core's clients (ui.executors)
 
 
 class SchedulerNotAnswering(DlguideError):
@@ -90,33 +108,57 @@ class NoOptions:
     """An executor without settings of its own."""
 
 
-class Executor:
-    """Base of every executor; see the module docstring for the contract."""
+class Executor(ABC, Generic[OptionsT]):
+    """Base of every executor, generic in its options type; see the module docstring for the contract.
+
+    `submit` is the template (recipe lookup, config check, store row, options saved, hand-over: once, here);
+    an executor fills the hooks: `check` (its own refusals, its options resolved), `hand_over`, `status`,
+    `cancel`, `available`. Its part in the job's own process on a node is a `NodeHooks` (jobs.executors.node_hooks)."""
 
     name: ClassVar[str] = ""
     # train flags (argparse dests) this executor refuses, with the one-line reason
-    refused_flags: ClassVar[dict[str, str]] = {}
-    options_cls: ClassVar[type] = NoOptions
+    refused_flags: ClassVar[Mapping[str, str]] = {}
+    options_cls: type[OptionsT]
 
+    @abstractmethod
     def available(self) -> Availability:
-        raise NotImplementedError
+        """Whether it can be used here, quickly (see the module docstring)."""
 
-    def submit(self, store: JobStore, recipe: str, config: Any, options: Any, owner: str | None = None) -> Job:
-        raise NotImplementedError
-
+    @abstractmethod
     def status(self, job: Job) -> ExternalStatus:
-        raise NotImplementedError
+        """The scheduler's view of `job`, within a few seconds."""
 
+    @abstractmethod
     def cancel(self, store: JobStore, job: Job) -> Job:
-        raise NotImplementedError
+        """The store's cancel flag and the scheduler's gentle stop."""
 
-    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+    @abstractmethod
+    def hand_over(self, store: JobStore, job: Job, options: OptionsT) -> Job:
+        """Give an existing queued row to the scheduler (submit's last step, and resume's)."""
+
+    def check(self, recipe: Recipe, config: RecipeConfig, options: OptionsT) -> OptionsT:
+        """Refuse what this executor cannot run (a `DlguideError`, one line, before anything is queued) and
+        return the options as the job keeps them (resolved from the environment). None refused here."""
+        return options
+
+    def submit(self, store: JobStore, recipe: str, config: RecipeConfig, options: OptionsT | None = None,
+               owner: str | None = None) -> Job:
+        """The submit steps, once for every executor: the recipe, its config's type, this executor's own check,
+        the store's row (as `owner`, else the OS user), the options kept for resume, then the hand-over."""
+        from dlguide_core.jobs.catalog import get_recipe
+        from dlguide_core.jobs.ownership import os_user
+
+        found = get_recipe(recipe)
+        if not isinstance(config, found.config_cls):
+            raise ConfigError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
+        kept = self.check(found, config, options if options is not None else self.options_cls())
+        job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
+        save_options(job.id, kept)
+        return self.hand_over(store, job, kept)
+
+    def submit_warnings(self, options: OptionsT | None = None) -> tuple[str, ...]:
         """One-line warnings to show before submitting (e.g. nodes that cannot reach the store); none here."""
         return ()
-
-    def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
-        """Give an existing queued row to the scheduler (submit's second half, and resume's)."""
-        raise NotImplementedError
 
     def resume(self, store: JobStore, job_id: str) -> Job:
         job = store.prepare_resume(job_id)
@@ -132,20 +174,37 @@ class Executor:
         yield from follow_file(lambda: self.log_file(job), follow, poll_s, is_final or (lambda: False))
 
 
-def options_from(options_cls: type, values: Mapping[str, Any]) -> Any:
+class NodeHooks:
+    """An executor's part in the job's own process on a node (jobs.executors.job_entry), found by the job's
+    executor in jobs.executors.node_hooks: `claim` and `judge_stop`. This base is every executor's default."""
+
+    def claim(self, store: JobStore, job_id: str) -> bool:
+        """Take the queued job (queued -> running, this pid). False: the job is not to run here (it says why);
+        JobError: cancelled meanwhile, or running elsewhere."""
+        store.claim(job_id, os.getpid())
+        return True
+
+    def judge_stop(self, store: JobStore, job_id: str, status: str, error: str | None,
+                   signalled: bool = True) -> tuple[str, str | None]:
+        """After a run stopped (`status` cancelled or interrupted): who stopped it, as (status, reason). "queued":
+        the scheduler runs the same job again. No judgement here: as it stopped."""
+        return status, error
+
+
+def options_from(options_cls: type[OptionsT], values: Mapping[str, object]) -> OptionsT:
     """`options_cls` filled from `values` (argparse's namespace as a dict, a form): its own fields only,
     None meaning the default."""
     names = {f.name for f in fields(options_cls)}
     return options_cls(**{k: v for k, v in values.items() if k in names and v is not None})
 
 
-def save_options(job_id: str, options: Any) -> None:
+def save_options(job_id: str, options: DataclassInstance) -> None:
     path = job_dir(job_id) / OPTIONS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(options)))
 
 
-def load_options(job_id: str, options_cls: type) -> Any:
+def load_options(job_id: str, options_cls: type[OptionsT]) -> OptionsT:
     try:
         data = json.loads((job_dir(job_id) / OPTIONS_FILE).read_text())
     except (OSError, ValueError):

@@ -1,29 +1,36 @@
 """The local executor (the default): today's queue on this machine (jobs.queue, jobs.launch), wrapped.
 
-Submit queues the job in the store and dispatches it onto a free device; the job process is the runner
-(or torchrun over workers) started detached; cancel sets the store's flag; resume re-queues it. Its log is
-`jobs/<id>/job.log`. The store's own liveness check (jobs.liveness through JobStore.refresh) is its status.
+Submit (the base's template) makes the row and hands it to the queue, which dispatches it onto a free device;
+the job process is the runner (or torchrun over workers) started detached; cancel sets the store's flag; resume
+re-queues it. Its log is `jobs/<id>/job.log`. The store's own liveness check (jobs.liveness through
+JobStore.refresh) is its status. The CLI and the Train page queue local jobs through jobs.queue directly.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from dlguide_core.jobs import queue
-from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus
+from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, NoOptions
 from dlguide_core.jobs.store import Job, JobStore
 
+if TYPE_CHECKING:
+    from dlguide_core.training.recipes import Recipe, RecipeConfig
 
-class LocalExecutor(Executor):
+
+class LocalExecutor(Executor[NoOptions]):
     name = "local"
+    options_cls = NoOptions
 
     def available(self) -> Availability:
         return Availability(True, None)
 
-    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None, owner: str | None = None) -> Job:
-        return queue.submit(store, recipe, config, owner=owner)
+    def check(self, recipe: Recipe, config: RecipeConfig, options: NoOptions) -> NoOptions:
+        queue.check_devices(recipe.framework, asdict(config))  # before the job is queued
+        return options
 
-    def hand_over(self, store: JobStore, job: Job, options: Any = None) -> Job:
+    def hand_over(self, store: JobStore, job: Job, options: NoOptions) -> Job:
         queue.dispatch(store)
         return store.get(job.id, refresh=False)
 

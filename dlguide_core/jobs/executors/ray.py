@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlguide_core.errors import DistributedError, StoreError, first_line
 from dlguide_core.jobs.executors import ray_client, ray_env
@@ -37,11 +37,14 @@ from dlguide_core.jobs.executors.base import (
     ExternalStatus,
     SchedulerNotAnswering,
     load_options,
-    save_options,
 )
 from dlguide_core.jobs.executors.ray_client import RayError
+from dlguide_core.jobs.job import LaunchFields, launch_fields
 from dlguide_core.jobs.store import RESUMABLE, Job, JobStore, job_dir
 from dlguide_core.jobs.store_url import mask_url
+
+if TYPE_CHECKING:
+    from dlguide_core.training.recipes import Recipe, RecipeConfig
 
 STORE_URL_ENV = "DLGUIDE_STORE_URL"
 RAY_LOG_FILE = "ray.log"  # in the job folder: the last copy of Ray's job log
@@ -60,9 +63,9 @@ def shared_store() -> bool:
     return bool(url) and not url.startswith("sqlite")
 
 
-def check_submittable(address: str, config: dict[str, Any]) -> None:
+def check_submittable(address: str, launch: LaunchFields) -> None:
     """One line for a job this executor cannot run, before anything is queued (usage errors: the CLI exits 2)."""
-    if int(config.get("nnodes", 1) or 1) > 1:
+    if launch.nnodes > 1:
         raise DistributedError("--nnodes > 1 is not supported with --executor ray yet: run one node with "
                                "--nproc-per-node N (torchrun inside the Ray job), or use --executor slurm")
     if not ray_client.is_loopback(address) and not shared_store():
@@ -80,7 +83,7 @@ def new_submission_id(job_id: str) -> str:
     return f"dlguide-{job_id}-{secrets.token_hex(3)}"
 
 
-class RayExecutor(Executor):
+class RayExecutor(Executor[RayOptions]):
     name = "ray"
     options_cls = RayOptions
     # train flags (argparse dests) that mean nothing here, with the one-line reason (read by the CLI)
@@ -106,7 +109,7 @@ class RayExecutor(Executor):
         self._available = (time.monotonic(), address, answer)
         return answer
 
-    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+    def submit_warnings(self, options: RayOptions | None = None) -> tuple[str, ...]:
         """A store URL with a password is not sent to Ray (its job record shows the runtime environment)."""
         url = os.environ.get(STORE_URL_ENV, "").strip()
         if url and ray_env.store_secrets(url):
@@ -114,24 +117,15 @@ class RayExecutor(Executor):
                     f"nodes need {STORE_URL_ENV} in the environment `ray start` runs with (docs/CLUSTERS.md)",)
         return ()
 
-    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None, owner: str | None = None) -> Job:
-        from dlguide_core.jobs.catalog import get_recipe
-        from dlguide_core.jobs.ownership import os_user
-
-        options = options or RayOptions()
+    def check(self, recipe: Recipe, config: RecipeConfig, options: RayOptions) -> RayOptions:
+        """One node, a store the workers reach, a head that answers; the address kept is the one resolved."""
         address = ray_client.resolve_address(options.ray_address)
-        found = get_recipe(recipe)
-        if not isinstance(config, found.config_cls):
-            raise RayError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
-        check_submittable(address, asdict(config))
+        check_submittable(address, launch_fields(asdict(config)))
         if (reason := ray_client.probe(address)) is not None:
             raise SchedulerNotAnswering(reason)
-        job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
-        options = RayOptions(ray_address=address)
-        save_options(job.id, options)
-        return self.hand_over(store, job, options)
+        return RayOptions(ray_address=address)
 
-    def hand_over(self, store: JobStore, job: Job, options: Any, submission_id: str | None = None) -> Job:
+    def hand_over(self, store: JobStore, job: Job, options: RayOptions, submission_id: str | None = None) -> Job:
         """`submit_job` for the queued row; the job fails with the one-line reason if Ray refuses it.
 
         The submission id is recorded before the request: a status poll in between then finds an id Ray does
@@ -141,10 +135,10 @@ class RayExecutor(Executor):
         store.set_external(job.id, self.name, submission_id)
         (job_dir(job.id) / CANCEL_FILE).unlink(missing_ok=True)
         try:
-            gpus = ray_client.cluster_gpus(address) if job.config.get("device", "auto") == "auto" else None
+            gpus = ray_client.cluster_gpus(address) if job.launch.device == "auto" else None
             ray_client.call(address, "submit_job", entrypoint=ray_env.entrypoint(job.id), submission_id=submission_id,
                             runtime_env=ray_env.runtime_env(os.environ), metadata={"dlguide_job": job.id},
-                            **ray_env.resources(job.config, gpus_on_cluster=bool(gpus)))
+                            **ray_env.resources(job.launch, gpus_on_cluster=bool(gpus)))
         except RayError as exc:
             store.finish(job.id, "failed", f"Ray refused the job: {exc}")
             raise

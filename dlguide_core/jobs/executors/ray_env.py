@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dlguide_core import settings
+from dlguide_core.jobs.job import LaunchFields
 from dlguide_core.jobs.store_url import UrlError, split_url
 
 PYTHON_ENV = "DLGUIDE_RAY_PYTHON"  # the Python on the Ray nodes (default: this one, for a head on this machine)
@@ -53,12 +54,12 @@ def runtime_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return {"env_vars": env}
 
 
-def resources(config: Mapping[str, Any], gpus_on_cluster: bool | None = None) -> dict[str, float]:
+def resources(launch: LaunchFields, gpus_on_cluster: bool | None = None) -> dict[str, float]:
     """Ray's entrypoint resources for a job: one GPU per process, or one CPU per process for a CPU job.
 
     `device` "cpu" asks for CPUs; "cuda" for GPUs; "auto" for GPUs when the cluster has any (`gpus_on_cluster`)."""
-    processes = max(int(config.get("nproc_per_node", 1) or 1), 1)
-    device = str(config.get("device", "auto")).split(":")[0]
+    processes = max(launch.nproc_per_node, 1)
+    device = launch.device_kind
     wants_gpu = device == "cuda" or (device == "auto" and bool(gpus_on_cluster))
     if wants_gpu:
         return {"entrypoint_num_gpus": float(processes), "entrypoint_num_cpus": 0.0}

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlguide_core import settings
 from dlguide_core.errors import DistributedError
 from dlguide_core.jobs.executors import slurm_commands as commands
-from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus, save_options
+from dlguide_core.jobs.executors.base import Availability, Executor, ExternalStatus
 from dlguide_core.jobs.executors.slurm_fields import check_options
 from dlguide_core.jobs.executors.slurm_script import BatchPlan, output_file, write_script
 from dlguide_core.jobs.executors.slurm_stop import MAX_REQUEUES
 from dlguide_core.jobs.store import Job, JobStore, job_dir
 from dlguide_core.training.configs import RDZV_BY_SCHEDULER, ConfigError
+
+if TYPE_CHECKING:
+    from dlguide_core.training.recipes import Recipe, RecipeConfig
 
 # Slurm JobState -> dlguide status (the issue's table); states not listed: no opinion.
 STATES = {
@@ -82,7 +85,7 @@ def describe_reason(reason: str) -> str:
     return PENDING_REASONS.get(reason, reason)
 
 
-class SlurmExecutor(Executor):
+class SlurmExecutor(Executor[SlurmOptions]):
     name = "slurm"
     options_cls = SlurmOptions
     refused_flags = {"rdzv_endpoint": "Slurm's job rendezvouses on its first node",
@@ -92,23 +95,15 @@ class SlurmExecutor(Executor):
         tool = commands.missing_tool()
         return Availability(False, f"`{tool}` is not on PATH") if tool else Availability(True, None)
 
-    def submit(self, store: JobStore, recipe: str, config: Any, options: Any = None, owner: str | None = None) -> Job:
-        from dlguide_core.jobs.catalog import get_recipe
-        from dlguide_core.jobs.ownership import os_user
-
-        found = get_recipe(recipe)
-        if not isinstance(config, found.config_cls):
-            raise ConfigError(f"{recipe} takes a {found.config_cls.__name__}, not {type(config).__name__}")
+    def check(self, recipe: Recipe, config: RecipeConfig, options: SlurmOptions) -> SlurmOptions:
         if getattr(config, "rdzv_endpoint", "") not in ("", RDZV_BY_SCHEDULER):
             raise DistributedError(f"--rdzv-endpoint is not used with Slurm: {self.refused_flags['rdzv_endpoint']}")
-        options = (options or SlurmOptions()).resolved()
+        options = options.resolved()
         check_options(options)  # partition, account, time: Slurm's syntax, no newline (slurm_fields)
         check_counts(options)
-        job = store.create(recipe, found.framework, asdict(config), executor=self.name, owner=owner or os_user())
-        return self.hand_over(store, job, options)
+        return options
 
-    def hand_over(self, store: JobStore, job: Job, options: Any) -> Job:
-        save_options(job.id, options)
+    def hand_over(self, store: JobStore, job: Job, options: SlurmOptions) -> Job:
         plan = self.plan(job, options)
         try:
             script = write_script(plan)
@@ -120,14 +115,12 @@ class SlurmExecutor(Executor):
         return store.get(job.id, refresh=False)
 
     def plan(self, job: Job, options: SlurmOptions) -> BatchPlan:
-        cfg = job.config
-        device = str(cfg.get("device", "auto"))
-        gpus = bool(options.gpus_per_node) or (options.gpus_per_node is None and (device == "cuda" or (
-            device == "auto" and self._partition_has_gpus(options.partition))))
-        return BatchPlan(job.id, job_dir(job.id), nnodes=int(cfg.get("nnodes", 1) or 1),
-                         nproc_per_node=int(cfg.get("nproc_per_node", 1) or 1), gpus=gpus,
-                         partition=options.partition, account=options.account, time=options.time,
-                         max_restarts=int(cfg.get("max_restarts", 0) or 0), requeue=options.requeue,
+        launch = job.launch
+        gpus = bool(options.gpus_per_node) or (options.gpus_per_node is None and (launch.device == "cuda" or (
+            launch.device == "auto" and self._partition_has_gpus(options.partition))))
+        return BatchPlan(job.id, job_dir(job.id), nnodes=launch.nnodes, nproc_per_node=launch.nproc_per_node,
+                         gpus=gpus, partition=options.partition, account=options.account, time=options.time,
+                         max_restarts=launch.max_restarts, requeue=options.requeue,
                          gpus_per_node=options.gpus_per_node or None)
 
     @staticmethod
@@ -142,7 +135,7 @@ class SlurmExecutor(Executor):
         env["DLGUIDE_HOME"] = str(settings.home().resolve())  # a relative home means nothing on a node
         return env
 
-    def submit_warnings(self, options: Any = None) -> tuple[str, ...]:
+    def submit_warnings(self, options: SlurmOptions | None = None) -> tuple[str, ...]:
         """One line when the job's nodes cannot reach the store: SQLite in DLGUIDE_HOME on this machine."""
         if (os.environ.get("DLGUIDE_STORE_URL") or "sqlite").startswith("sqlite"):
             options = (options or SlurmOptions()).resolved()

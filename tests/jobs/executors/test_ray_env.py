@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dlguide_core.jobs.executors import ray_env
+from dlguide_core.jobs.job import launch_fields
 from tests.support.paths import ROOT
 
 
 def test_resources_ask_gpus_per_process_or_cpus_on_a_cpu_job() -> None:
-    assert ray_env.resources({"device": "cuda", "nproc_per_node": 4}) == {"entrypoint_num_gpus": 4.0,
-                                                                          "entrypoint_num_cpus": 0.0}
-    assert ray_env.resources({"device": "cpu", "nproc_per_node": 2}) == {"entrypoint_num_cpus": 2.0}
-    assert ray_env.resources({"device": "auto"}, gpus_on_cluster=False) == {"entrypoint_num_cpus": 1.0}
-    assert ray_env.resources({"device": "auto"}, gpus_on_cluster=True)["entrypoint_num_gpus"] == 1.0
-    assert ray_env.resources({}) == {"entrypoint_num_cpus": 1.0}  # a TensorFlow config has no device field
+    assert ray_env.resources(launch_fields({"device": "cuda", "nproc_per_node": 4})) == {
+        "entrypoint_num_gpus": 4.0, "entrypoint_num_cpus": 0.0}
+    assert ray_env.resources(launch_fields({"device": "cpu", "nproc_per_node": 2})) == {"entrypoint_num_cpus": 2.0}
+    assert ray_env.resources(launch_fields({"device": "auto"}), gpus_on_cluster=False) == {"entrypoint_num_cpus": 1.0}
+    assert ray_env.resources(launch_fields({"device": "auto"}), gpus_on_cluster=True)["entrypoint_num_gpus"] == 1.0
+    # a TensorFlow config has no device field
+    assert ray_env.resources(launch_fields({})) == {"entrypoint_num_cpus": 1.0}
 
 
 def test_runtime_env_carries_the_store_and_checkout_never_a_working_dir_or_a_secret(isolated_home) -> None:

@@ -13,7 +13,8 @@ from dlguide_core.training.recipes import get_recipe
 from tests.support.toy_data import write_toy_dataset
 
 
-@pytest.mark.parametrize("value", ["01:30:00", "90", "5:00", "2-12", "2-12:30", "2-12:30:15", "0:30"])
+@pytest.mark.parametrize("value", [
+    "01:30:00", "90", "5:00", "2-12", "2-12:30", "2-12:30:15", "0:30", "9999-23:59:59", "9999999"])
 def test_slurms_time_formats_are_taken(value: str) -> None:
     check_field("time", value)
 
@@ -22,7 +23,9 @@ def test_slurms_time_formats_are_taken(value: str) -> None:
     ("time", "01:00:00\n#SBATCH --wrap=id"), ("time", "01:00:00\n"), ("time", "1h"), ("time", "0"),
     ("time", "00:00:00"), ("time", " 10"), ("partition", "gpu\n#SBATCH --uid=0"), ("partition", "gpu\r"),
     ("partition", "a b"), ("partition", "$(id)"), ("account", "proj\x1b[31m"), ("account", ""),
-    ("account", "x" * 65)])
+    ("account", "x" * 65),
+    ("time", "\u0661:00:00"), ("time", "\u0661\u0660"), ("time", "1" * 20), ("time", "9" * 20 + ":00:00"),
+    ("time", "12345-00"), ("time", "12345678")])  # issue 43: ASCII digits only, and bounded
 def test_anything_else_is_one_line_naming_the_flag(name: str, value: str) -> None:
     with pytest.raises(SlurmFieldError) as err:
         check_field(name, value)

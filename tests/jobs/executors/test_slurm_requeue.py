@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlguide_core.jobs import schema
-from dlguide_core.jobs.executors import job_entry
+from dlguide_core.jobs.executors import job_entry, slurm_node
 from dlguide_core.jobs.executors.slurm_script import BatchPlan, script_text
 from dlguide_core.jobs.executors.slurm_stop import judge, stepd_cause
 from dlguide_core.jobs.store import JobError, JobStore
@@ -86,7 +86,7 @@ def test_the_job_entry_tells_failed_ranks_from_ranks_stopped_by_a_signal(isolate
     cleanly (exit 0: TERM to the steps only, `scancel --signal=TERM`) were stopped by the user."""
     import sys
 
-    from dlguide_core.jobs.executors import job_entry, slurm_commands
+    from dlguide_core.jobs.executors import slurm_commands
 
     store = JobStore()
     job = store.create("cifar_net", "pytorch", {}, executor="slurm")
@@ -160,13 +160,13 @@ def test_a_stop_its_run_could_not_record_is_named_by_the_next_run_and_the_old_ru
     out = tmp_path / "slurm-7.out"
     out.write_text(f"job {job.id} running in process 4242 on n1\nstep 7\nsrun: error: Node failure on n2\n"
                    + STEPD.format(" DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS") + "dlguide: rendezvous\n")
-    monkeypatch.setattr(job_entry, "_fields", lambda external: {"StdOut": str(out)} if external == "7" else {})
-    back = store.take_back(job.id, os.getpid(), "7", job_entry._unseen_stop(job.id, "7"))
+    monkeypatch.setattr(slurm_node, "scontrol_fields", lambda external: {"StdOut": str(out)} if external == "7" else {})
+    back = store.take_back(job.id, os.getpid(), "7", slurm_node.unseen_stop(job.id, "7"))
     assert (back.status, back.restarts, back.restart_note) == ("running", 1, "a node failed at step 6")
     assert not store.requeued(job.id, "a node failed at step 6", 4242)  # the old run, too late: not its job now
     assert store.get(job.id, refresh=False).status == "running"
     out.write_text(f"job {job.id} running in process {os.getpid()} on n1\nstep 9\n")  # this run's part: no word
-    assert job_entry._unseen_stop(job.id, "7") is None
+    assert slurm_node.unseen_stop(job.id, "7") is None
     again = store.take_back(job.id, os.getpid(), "7", None)
     assert again.restart_note == "stopped without a word (a lost node?) past checkpoint step 6"
     assert store.requeued(job.id, "preempted at step 6", os.getpid())  # the run that has the job decides

@@ -58,7 +58,7 @@ def one_upload(url: str, weights: str) -> dict:
         if weights != "imagenet":
             page.get_by_test_id("stSelectbox").first.click()
             page.get_by_role("option", name="none (untrained, random init)").click()
-        page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(SAMPLE))
+        page.locator('.st-key-classify_upload input[type="file"]').set_input_files(str(SAMPLE))
         page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
         browser.close()
     return {}
@@ -95,7 +95,7 @@ def visitor(browser, url: str, args: argparse.Namespace, files: list[Path], erro
                     page.locator(START_OVER).click()
                 page.get_by_text(ATTRACT).wait_for()
             else:
-                page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+                page.locator('.st-key-classify_upload input[type="file"]').set_input_files(str(path))
                 answers = page.locator('[data-testid="stPlotlyChart"], [data-testid="stAlertContentError"]')
                 answers.nth(i).wait_for()
     except Exception as exc:  # noqa: BLE001 - reported in the JSON, the other sessions go on

@@ -44,7 +44,7 @@ from web.token_gate import TOKEN_ENV, entry_url, new_token
 
 NAV = "[data-testid=stSidebarNav]"
 TITLE = "[data-testid=stMain] h1"
-UPLOADER = "[data-testid=stFileUploader]"
+UPLOADER = ".st-key-classify_upload [data-testid=stFileUploader]"
 BUSY = "while True: pass"
 NETWORKS = {"loopback": None,  # Chromium's Network.emulateNetworkConditions: latency ms, bytes/s down and up
             "lan": {"offline": False, "latency": 20, "downloadThroughput": 20e6 / 8, "uploadThroughput": 10e6 / 8}}

@@ -153,7 +153,7 @@ def classify_flow(browser, server: Served, kiosk: bool, photo: Path = SAMPLE, ti
             page.get_by_text("I think it's a").wait_for()
             page.locator(".booth-row").nth(4).wait_for()
         else:
-            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(photo))
+            page.locator('.st-key-classify_upload input[type="file"]').set_input_files(str(photo))
             page.locator('[data-testid="stPlotlyChart"] .ytick text').nth(4).wait_for()
         if page.locator("[data-testid=stException]").count():
             raise AssertionError("the classify flow shows an exception element")

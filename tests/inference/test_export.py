@@ -39,9 +39,11 @@ def test_export_has_dynamic_batch_and_names_read_from_the_model(cifar_files):
     assert export.output_name == model.graph.output[0].name
     assert isinstance(export.input_shape[0], str) and export.input_shape[1:] == (3, 32, 32)
     session = _session(onnx_path)
+    # the second output: the pooled features, for a taught head (issue 44), named in the metadata
+    assert export.features_name == model.graph.output[1].name and len(model.graph.output) == 2
     for batch in (1, 3):  # the same file serves any batch size
-        (out,) = session.run(None, {export.input_name: np.zeros((batch, 3, 32, 32), np.float32)})
-        assert out.shape == (batch, 10)
+        out, features = session.run(None, {export.input_name: np.zeros((batch, 3, 32, 32), np.float32)})
+        assert out.shape == (batch, 10) and features.shape[0] == batch
 
 
 def test_metadata_carries_class_names_and_preset(cifar_files):
@@ -87,7 +89,7 @@ def test_legacy_torchscript_exporter_also_gives_a_dynamic_batch(cifar_files):
     result = export_onnx(loaded, exporter="torchscript")
     assert result.exporter == "torchscript" and isinstance(result.input_shape[0], str)
     batch = torch.randn(2, 3, 32, 32)
-    (out,) = _session(result.path).run(None, {result.input_name: batch.numpy()})
+    out, _features = _session(result.path).run(None, {result.input_name: batch.numpy()})
     assert np.abs(out - predict_logits(loaded, batch).numpy()).max() <= 1e-4
 
 

@@ -15,7 +15,7 @@ def test_upload_shows_top5_matching_the_core(app_server, browser_page, fake_imag
     page = browser_page
     page.goto(url.link())
     page.get_by_text("Classify with Inception v3").wait_for(timeout=120_000)
-    uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
+    uploader = page.locator('.st-key-classify_upload input[type="file"]')
     uploader.wait_for(state="attached", timeout=120_000)  # drawn once the model has loaded
     uploader.set_input_files(str(sample_jpeg))
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)

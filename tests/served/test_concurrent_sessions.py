@@ -21,7 +21,7 @@ def test_a_booth_export_and_a_classification_overlap(app_server, browser, fake_i
     visitor = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     try:
         visitor.goto(url.link())
-        uploader = visitor.locator('[data-testid="stFileUploader"] input[type="file"]')
+        uploader = visitor.locator('.st-key-classify_upload input[type="file"]')
         uploader.wait_for(state="attached", timeout=120_000)  # the model is loaded: classifying is quick now
         booth.goto(url.link("/kiosk"))  # starts the export
         booth.get_by_text("Preparing the booth model").wait_for(timeout=60_000)

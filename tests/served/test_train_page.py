@@ -339,7 +339,8 @@ def test_a_benchmark_shows_its_first_rows_while_it_runs_and_stop_keeps_them(serv
         tab.get_by_text(re.compile(r"^Benchmark running: ONNX Runtime at batch 1…")).wait_for(timeout=120_000)
         tab.wait_for_function(f"() => ({BENCH_TABLE})().length === {len(sizes)}", timeout=120_000)
         first = tab.evaluate(BENCH_TABLE)  # PyTorch's rows, one per batch size, while the run goes on
-        assert [(row[0], row[3]) for row in first] == [("torch", size) for size in sizes], first
+        # the columns a reader compares come first (ui/compiled.py COLUMN_ORDER): the runtime's title, the batch size
+        assert [(row[0], row[1]) for row in first] == [("PyTorch (eager)", size) for size in sizes], first
         assert tab.get_by_text(re.compile(r"^Running: ONNX Runtime at batch 1…")).count() == 1
         tab.locator(".st-key-compiled_bench_stop button").click()
         tab.get_by_text("Stopping before the next timed run (an export or compile under way ends first)…").wait_for()

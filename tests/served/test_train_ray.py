@@ -19,7 +19,7 @@ def test_run_on_ray_from_the_train_page(ray_head, app_server, browser_page, tmp_
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=6, val_per_class=1)
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"), RAY_ADDRESS=ray_head.address)
     # offered: ray importable and the head answers; the start line says where it runs
-    start_long_run(browser_page, url, "Ray", re.compile(r"Job \d{8}-\d{6}-\w+ (queued|running) on ray as dlguide-"))
+    start_long_run(browser_page, url, "Ray", re.compile(r"\(job \d{8}-\d{6}-\w+\) (queued|running) on ray as dlguide-"))
     store = JobStore()
     (job,) = store.list_jobs()
     assert job.executor == "ray" and job.external_id.startswith("dlguide-")

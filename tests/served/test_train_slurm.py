@@ -18,7 +18,7 @@ def test_run_on_slurm_from_the_train_page(slurm_cluster, app_server, browser_pag
     write_toy_dataset(tmp_path / "roots" / "toy", classes=2, per_class=6, val_per_class=1)
     url = app_server(DLGUIDE_DATA_ROOTS=str(tmp_path / "roots"))
     page = browser_page
-    start_long_run(page, url, "Slurm", re.compile(r"Job \d{8}-\d{6}-\w+ queued on slurm as \d+"),
+    start_long_run(page, url, "Slurm", re.compile(r"\(job \d{8}-\d{6}-\w+\) queued on slurm as \d+"),
                    ready_key="train_cifar_net_slurm_partition")  # partitions from sinfo
     store = JobStore()
     (job,) = store.list_jobs()

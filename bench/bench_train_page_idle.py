@@ -102,7 +102,7 @@ def start_a_job(page) -> tuple[float, str]:
     page.wait_for_timeout(3000)  # let the recipe change's rerun finish: the click must not queue behind it
     began = time.perf_counter()
     page.locator(".st-key-train_cifar_net_start button").click()
-    answer = page.get_by_text(re.compile(r"Job \d{8}-\d{6}-\w+ (is queued|running|failed)")).first
+    answer = page.get_by_text(re.compile(r"\(job \d{8}-\d{6}-\w+\) (is queued|running|failed)")).first
     answer.wait_for()
     return time.perf_counter() - began, answer.inner_text()
 

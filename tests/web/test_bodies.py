@@ -13,30 +13,13 @@ import time
 import pytest
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
+from tests.support.own_loop import run_in_own_loop
 from web import booth_api
 from web.bodies import BodyRefused, ClientSlots, read_body
 from web.booth_api import BoothApi
 from web.upload_caps import CappedUploads, SessionClients, UploadGate
 
 MIB = 2**20
-
-
-def run(coroutine_function) -> None:
-    """asyncio.run in a thread of its own (the browser tests' Playwright keeps a loop running in the main thread)."""
-    failures: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            asyncio.run(coroutine_function())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            failures.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(timeout=120)
-    assert not thread.is_alive(), "the loop did not finish"
-    if failures:
-        raise failures[0]
 
 
 def trickle(chunks: int, every_s: float, size: int = 1):
@@ -76,7 +59,7 @@ def test_a_stalled_body_is_refused_at_its_rate_not_waited_on() -> None:
         assert empty.value.status == 400
         assert await read_body(trickle(5, 0.01, 1000), MIB, min_rate=1000, grace_s=0.5) == b"x" * 5000
 
-    run(go)
+    run_in_own_loop(go)
 
 
 def test_one_client_address_works_on_a_few_requests_and_the_others_pass_it() -> None:
@@ -106,7 +89,7 @@ def test_one_client_address_works_on_a_few_requests_and_the_others_pass_it() -> 
             async with slots.receiving("b"):
                 pass
 
-    run(go)
+    run_in_own_loop(go)
 
 
 def fake_served():
@@ -152,7 +135,7 @@ def test_slow_bodies_on_the_booth_route_hold_no_slot(monkeypatch: pytest.MonkeyP
         assert {status for status, _ in results} == {408}
         assert "too slowly" in json.loads(results[0][1])["error"]
 
-    run(go)
+    run_in_own_loop(go)
 
 
 def test_one_client_address_holds_a_few_of_the_booth_routes_turns(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,7 +164,7 @@ def test_one_client_address_holds_a_few_of_the_booth_routes_turns(monkeypatch: p
             release.set()
         assert [status for status, _ in await asyncio.gather(*greedy)] == [200] * 6
 
-    run(go)
+    run_in_own_loop(go)
 
 
 def test_a_heat_map_index_is_ascii_digits_of_bounded_length(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,7 +201,7 @@ def test_slow_uploads_hold_no_turn_of_the_server(monkeypatch: pytest.MonkeyPatch
         assert status == 204 and stored == [b"photo"]
         assert {status for status, _ in await asyncio.gather(*slow)} == {408}
 
-    run(go)
+    run_in_own_loop(go)
 
 
 def test_one_client_address_holds_part_of_the_upload_budget() -> None:

@@ -18,6 +18,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.uploaded_file_manager import UploadedFileRec
 
+from tests.support.own_loop import run_in_own_loop
 from tests.support.waiting import wait_for
 from web import control_messages
 from web.control_messages import ControlPolicy
@@ -42,25 +43,6 @@ class FakeRuntime:
 
     def close_session(self, session_id: str) -> None:
         self.ended.append(session_id)
-
-
-def run_in_own_loop(coroutine_function) -> None:
-    """asyncio.run in a thread of its own: the browser tests' Playwright (sync API) keeps an event loop running in
-    the main thread for the rest of the session, where asyncio.run refuses to start."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(coroutine_function())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            failures.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=120)
-    assert not thread.is_alive(), "the policy's loop did not finish"
-    if failures:
-        raise failures[0]
 
 
 def rerun(query: str, fragment: str = "") -> BackMsg:

@@ -3,9 +3,7 @@ came (in the address, or a cookie of this port) is not this server's; with no to
 
 from __future__ import annotations
 
-import asyncio
-import threading
-
+from tests.support.own_loop import run_in_own_loop
 from web.token_gate import TokenGate, cookie_name, new_token
 
 PORT = 8501
@@ -26,26 +24,15 @@ async def _refused(gate: TokenGate, query: bytes = b"", headers: list | None = N
     return sent[0]["status"], sent[1]["body"].decode()
 
 
-def _run(coroutine):
-    """asyncio.run in a thread of its own: the browser tests' Playwright (sync API) keeps an event loop running in
-    the worker's main thread, where asyncio.run refuses to start."""
-    got: list = []
-    worker = threading.Thread(target=lambda: got.append(asyncio.run(coroutine)))
-    worker.start()
-    worker.join(timeout=60)
-    assert got, "the gate did not answer"
-    return got[0]
-
-
 def test_a_wrong_token_is_told_apart_from_no_token() -> None:
     token = new_token()
     gate = TokenGate(None, token, PORT)
-    status, none = _run(_refused(gate))
+    status, none = run_in_own_loop(lambda: _refused(gate))
     assert status == 403 and "asks for its token" in none and "not this server's" not in none
-    status, wrong = _run(_refused(gate, b"token=" + new_token().encode()))
+    status, wrong = run_in_own_loop(lambda: _refused(gate, b"token=" + new_token().encode()))
     assert status == 403 and "not this server's" in wrong and token not in wrong
     stale = [(b"cookie", cookie_name(PORT).encode() + b"=" + b"x" * 43)]
-    status, by_cookie = _run(_refused(gate, headers=stale))
+    status, by_cookie = run_in_own_loop(lambda: _refused(gate, headers=stale))
     assert status == 403 and "not this server's" in by_cookie
     other_port = [(b"cookie", cookie_name(PORT + 1).encode() + b"=x")]  # another server's cookie: no token here
-    assert "not this server's" not in _run(_refused(gate, headers=other_port))[1]
+    assert "not this server's" not in run_in_own_loop(lambda: _refused(gate, headers=other_port))[1]

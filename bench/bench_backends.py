@@ -26,7 +26,7 @@ import torch
 from bench.common import parser as parser_
 from bench.common import report, result
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import Backend, BackendOptions, sample_batch
 from dlguide_core.inference.benchmark import agreement, time_runs
 from dlguide_core.inference.registry import prepare_backend
@@ -71,11 +71,11 @@ def migraphx_paths(loaded: LoadedModel, size: int, precisions: list[str], notes:
             notes.append(f"- {status.title} {precision}: {status.reason}")
             continue
         try:
-            first = prepare_backend(names.MIGRAPHX, loaded, batch_size=size, options=options)
+            first = prepare_backend(specs.MIGRAPHX, loaded, batch_size=size, options=options)
         except DlguideError as exc:  # e.g. a precision that gives wrong answers for this model
             notes.append(f"- {status.title} {precision}, batch {size}: refused: {exc}")
             continue
-        again = prepare_backend(names.MIGRAPHX, loaded, batch_size=size, options=options)
+        again = prepare_backend(specs.MIGRAPHX, loaded, batch_size=size, options=options)
         assert isinstance(first, MigraphxBackend) and isinstance(again, MigraphxBackend)
         info, loaded_info = first.describe(), again.describe()
         compile_s = info.compile_s if info.compile_s is not None else info.saved_compile_s
@@ -109,14 +109,14 @@ def main() -> None:
     loaded = load_model("imagenet" if args.weights == "standin" else args.weights, device="cpu")
     options = BackendOptions(target="cpu", intra_op_threads=args.threads, graph_optimization=args.graph_optimization)
     paths: dict[str, Timed] = {"guide eager": GuideEager(loaded.model),
-                               "dlguide eager": prepare_backend(names.TORCH, loaded)}
+                               "dlguide eager": prepare_backend(specs.TORCH, loaded)}
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
           f"({torch.get_num_threads()} threads), graph opt {args.graph_optimization}, "
           f"intra-op threads {args.threads or 'default'}; weights: {label}; "
           f"load average {os.getloadavg()[0]:.1f} (other processes share these cores)")
     if not args.quick:
-        paths["ORT fp32"] = ort = prepare_backend(names.ONNXRUNTIME, loaded, options=options)
-        int8 = prepare_backend(names.ONNXRUNTIME, loaded, options=replace(options, precision="int8"))
+        paths["ORT fp32"] = ort = prepare_backend(specs.ONNXRUNTIME, loaded, options=options)
+        int8 = prepare_backend(specs.ONNXRUNTIME, loaded, options=replace(options, precision="int8"))
         paths["ORT int8"] = int8
         assert ort.export is not None  # ONNX Runtime runs an export
         print(f"# ORT {ort.provider}; ONNX export {ort.export.export_s:.1f} s "

@@ -138,7 +138,7 @@ def main() -> int:
     if CHROMIUM is None:
         skip(MISSING)
     if ns.quick:  # one browser visitor, one photo, on the eager backend
-        from dlguide_core.inference.names import BASELINE
+        from dlguide_core.inference.specs import BASELINE
 
         ns.visitors, ns.rounds, ns.backend = 1, 1, ns.backend or BASELINE
     with tempfile.TemporaryDirectory() as scratch:

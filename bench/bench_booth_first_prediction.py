@@ -56,7 +56,7 @@ def main() -> int:
                                                         "--quick: PyTorch eager, which needs no export)")
     ns = args.parse_args()
     if ns.quick:  # one warm and one cold start of the eager booth
-        from dlguide_core.inference.names import BASELINE
+        from dlguide_core.inference.specs import BASELINE
 
         ns.runs, ns.backend = 1, BASELINE
     with tempfile.TemporaryDirectory() as tmp:

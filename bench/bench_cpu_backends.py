@@ -24,7 +24,7 @@ import torch
 
 from bench.common import parser, report, result
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch
 from dlguide_core.inference.benchmark import agreement, time_runs
 from dlguide_core.inference.registry import prepare_backend
@@ -36,11 +36,11 @@ from tests.support.cpu_paths import GuideEager, forward_flops, matmul_gflops, st
 Run = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, 299, 299) -> (B, 1000)
 CPU = BackendOptions(target="cpu")
 VARIANTS = (  # (row, backend name, options)
-    ("eager channels_last (dlguide)", names.TORCH, BackendOptions()),
-    ("torch.compile inductor", names.TORCH, BackendOptions(torch_compile="inductor")),
-    ("zentorch (torch.compile, ZenDNN)", names.ZENTORCH, CPU),
-    ("ONNX Runtime fp32", names.ONNXRUNTIME, CPU),
-    ("MIGraphX (CPU) fp32", names.MIGRAPHX, CPU),
+    ("eager channels_last (dlguide)", specs.TORCH, BackendOptions()),
+    ("torch.compile inductor", specs.TORCH, BackendOptions(torch_compile="inductor")),
+    ("zentorch (torch.compile, ZenDNN)", specs.ZENTORCH, CPU),
+    ("ONNX Runtime fp32", specs.ONNXRUNTIME, CPU),
+    ("MIGraphX (CPU) fp32", specs.MIGRAPHX, CPU),
 )
 
 

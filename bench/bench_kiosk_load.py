@@ -52,7 +52,7 @@ def main() -> int:
                       help="skip timing the backend's own forward after the server stops")
     ns = args.parse_args()
     if ns.quick:  # two visitors, two photos each, on the eager backend; no forward timing
-        from dlguide_core.inference.names import BASELINE
+        from dlguide_core.inference.specs import BASELINE
 
         ns.sessions, ns.rounds, ns.single_rounds, ns.no_forward = 2, 2, 2, True
         ns.backend = ns.backend or BASELINE

@@ -26,6 +26,7 @@ from pathlib import Path
 from bench.common import parser, report, result, skip
 from dlguide_core.cli.main import main as cli
 from dlguide_core.jobs.executors import tracking
+from dlguide_core.jobs.job import Job
 from dlguide_core.jobs.store import JobStore
 from tests.support import slurm
 from tests.support.toy_data import write_toy_dataset
@@ -48,6 +49,12 @@ def _last_step(store: JobStore, job_id: str) -> int:
     return row["step"] if row else 0
 
 
+def _taken_back(store: JobStore, job_id: str) -> Job | None:
+    """The job once the requeued run took it back (a restart counted), or once it ended without one."""
+    job = store.get(job_id, refresh=False)
+    return job if job.restarts >= 1 or job.status == "succeeded" else None
+
+
 def one_round(cluster: slurm.SlurmCluster, data: Path, steps_before: int = STEPS_BEFORE,
               max_steps: int = MAX_STEPS) -> dict[str, float]:
     out = io.StringIO()
@@ -60,7 +67,10 @@ def one_round(cluster: slurm.SlurmCluster, data: Path, steps_before: int = STEPS
     started, wall = time.monotonic(), time.time()
     cluster.command("sbatch", "--parsable", "-p", "high", "-c", str(slurm.NODE_CPUS), "-o", "/dev/null", "--wrap",
                     "sleep 1")
-    back = _wait(lambda: store.get(job_id, refresh=False).restarts >= 1) and time.monotonic() - started
+    taken = _wait(lambda: _taken_back(store, job_id))
+    if taken.restarts == 0:
+        raise RuntimeError(f"the job reached its {max_steps} steps before the preemption did: raise MAX_STEPS")
+    back = time.monotonic() - started
     resumed_from = store.get(job_id, refresh=False).checkpoint_step or 0
     before = {r for r in store.steps(job_id)["step"] if r <= resumed_from}
     first = _wait(lambda: _last_step(store, job_id) > resumed_from) and time.monotonic() - started
@@ -87,7 +97,9 @@ def main() -> int:
             skip(f"no Slurm here: {reason}")
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
-    steps_before, max_steps = (5, 40) if args.quick else (STEPS_BEFORE, MAX_STEPS)
+    # quick: 150 steps, so that the preemption (a scheduler pass, up to sched_interval=2 s, then the TERM) lands
+    # mid-run (40 were done before it on a quiet box: the job succeeded, the requeued run had nothing to do)
+    steps_before, max_steps = (5, 150) if args.quick else (STEPS_BEFORE, MAX_STEPS)
     if args.quick:
         args.rounds = 1
     work = Path(tempfile.mkdtemp(prefix="bench_slurm_preempt_"))

@@ -134,16 +134,16 @@ def fastest_predictor(loaded: LoadedModel) -> Predictor:
     Preparing may export the model to ONNX under DLGUIDE_HOME/exports once per weights
     (a cache of the model, never of visitor data).
     """
-    from dlguide_core.inference import names, registry
+    from dlguide_core.inference import registry, specs
 
     choice = backend_choice()
     why = f"DLGUIDE_KIOSK_BACKEND={choice}"
     if choice == "auto":
         backend, why = fastest_measured(loaded)
-    elif choice in names.NAMES:
+    elif choice in specs.NAMES:
         backend = registry.prepare_backend(choice, loaded)
     else:
-        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(names.NAMES)}, "
+        raise DlguideError(f"DLGUIDE_KIOSK_BACKEND must be auto or one of {', '.join(specs.NAMES)}, "
                            f"not {choice!r}")
     return Predictor(f"{variant_label(backend)} · {backend.provider}", backend_device(backend, loaded),
                      backend.run, why=why, on_gpu=runs_on_gpu(backend), features=backend.run_features)
@@ -154,9 +154,9 @@ RANKING_WARMUP, RANKING_ITERS = 1, 3  # a booth start pays ~5 forwards per conte
 
 def choice_rule() -> str:
     """The rule `fastest_predictor` follows, in words, for the booth info and the Devices page (from the ranking
-    declared in `names`, so a new backend's place is stated where it is declared)."""
+    declared in `specs`, so a new backend's place is stated where it is declared)."""
     from dlguide_core.inference.choice import AGREEMENT_MIN, CHECK_VAL_PHOTOS
-    from dlguide_core.inference.names import SPEC, Ranked, label, ranking
+    from dlguide_core.inference.specs import SPEC, Ranked, label, ranking
 
     def variant(name: str, ranked: Ranked) -> str:
         return f"{label(name, ranked.target)} {ranked.precision}" + (f" ({ranked.when})" if ranked.when else "")

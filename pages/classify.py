@@ -8,8 +8,8 @@ from dlguide_core.downloads import DownloadFailed
 from dlguide_core.errors import DlguideError
 from dlguide_core.inference import measured
 from dlguide_core.inference.backend_base import backend_model
-from dlguide_core.inference.names import BASELINE
 from dlguide_core.inference.registry import backend_status
+from dlguide_core.inference.specs import BASELINE
 from dlguide_core.vision.images import MAX_FILES_PER_UPLOAD, UPLOAD_TYPES
 from dlguide_core.vision.result_files import classify_timed, results_csv, results_json
 from dlguide_core.vision.samples import GUIDE_DOG_NAME, bundled_samples, fetch_guide_dog

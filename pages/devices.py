@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from dlguide_core import booth, device_probes, devices
-from dlguide_core.inference.names import MIGRAPHX, ONNXRUNTIME, ZENTORCH, label
 from dlguide_core.inference.registry import backend_class
+from dlguide_core.inference.specs import MIGRAPHX, ONNXRUNTIME, ZENTORCH, label
 from ui.auth import network_warning
 from ui.backends import ort_providers_text, plain_target_error
 from ui.booth import hide_in_booth

@@ -551,10 +551,10 @@ def test_make_lint_runs_the_type_checker_after_ruff():
     assert "ruff check" in steps[0] and "-m mypy" in steps[1], steps
 
 
-# --- Issue 23: each backend is declared once (dlguide_core/inference/names.py). Its name is a contract (bench
+# --- Issue 23: each backend is declared once (dlguide_core/inference/specs.py). Its name is a contract (bench
 # --backends, bench rows, DLGUIDE_KIOSK_BACKEND); anywhere else, code names it through names' constants, so a
 # new backend is its module plus one entry there. Docs, tests and bench/ scripts are exempt.
-BACKEND_NAME_HOME = "dlguide_core/inference/names.py"
+BACKEND_NAME_HOME = "dlguide_core/inference/specs.py"
 BACKEND_NAME_ALLOWED = {
     # The Python module `migraphx` (ROCm's library), looked up in sys.modules and on disk by its import name:
     # the library's name, which the backend happens to share, not a reference to the backend.
@@ -567,9 +567,9 @@ def _string_constants(tree: ast.Module) -> list[ast.Constant]:
 
 
 def test_backend_names_are_spelled_only_in_the_backend_names_module():
-    from dlguide_core.inference import names
+    from dlguide_core.inference import specs
 
-    assert set(names.NAMES) >= {"torch", "onnxruntime", "migraphx"}
+    assert set(specs.NAMES) >= {"torch", "onnxruntime", "migraphx"}
     offenders = []
     for path in [*CORE.rglob("*.py"), *PAGES, *UI, *WEB, ROOT / "serve.py"]:
         rel = str(path.relative_to(ROOT))
@@ -579,8 +579,8 @@ def test_backend_names_are_spelled_only_in_the_backend_names_module():
         skip = _docstrings(tree)
         allowed = BACKEND_NAME_ALLOWED.get(rel, set())
         offenders += [f"{rel}:{n.lineno} {n.value!r}" for n in _string_constants(tree)
-                      if n.value in names.NAMES and n.value not in allowed and id(n) not in skip]
-    assert not offenders, ("backend names spelled outside dlguide_core/inference/names.py (use its constants):\n"
+                      if n.value in specs.NAMES and n.value not in allowed and id(n) not in skip]
+    assert not offenders, ("backend names spelled outside dlguide_core/inference/specs.py (use its constants):\n"
                            + "\n".join(offenders))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,13 @@ from dlguide_core.inference.backend_base import Outputs, eager_outputs, sample_b
 from tests.support.teach_photos import EASY, easy_jpeg, easy_photo
 
 VISITOR, OTHER = "visitor-0123456789abcdef", "visitor-fedcba9876543210"
+
+
+def assert_refused(status: int, match: str, action: Callable[..., object], *args: object) -> None:
+    """`action(*args)` is refused (TeachRefused) with `status`, in a line that says `match` (a regex)."""
+    with pytest.raises(booth_teach.TeachRefused, match=match) as info:
+        action(*args)
+    assert info.value.status == status
 
 
 @pytest.fixture(scope="module")
@@ -137,19 +145,11 @@ def test_caps_names_photos_and_learn_refusals_are_one_line(small, monkeypatch) -
     photo = easy_jpeg((200, 10, 10), 1)
     for _ in range(3):
         store.teach_photo(loaded, predictor, VISITOR, "a", "mug", photo)
-    with pytest.raises(booth_teach.TeachRefused, match="mug has 3 photos already") as info:
-        store.teach_photo(loaded, predictor, VISITOR, "a", "mug", photo)
-    assert info.value.status == 409
-    with pytest.raises(booth_teach.TeachRefused, match="at least 2 names") as info:
-        store.learn(loaded, predictor, VISITOR, "a")
-    assert info.value.status == 400
+    assert_refused(409, "mug has 3 photos already", store.teach_photo, loaded, predictor, VISITOR, "a", "mug", photo)
+    assert_refused(400, "at least 2 names", store.learn, loaded, predictor, VISITOR, "a")
     store.teach_photo(loaded, predictor, VISITOR, "a", "pen", photo)
-    with pytest.raises(booth_teach.TeachRefused, match="2 names at most") as info:
-        store.teach_photo(loaded, predictor, VISITOR, "a", "cup", photo)
-    assert info.value.status == 409
-    with pytest.raises(booth_teach.TeachRefused, match="pen has 1 photo") as info:
-        store.learn(loaded, predictor, VISITOR, "a")
-    assert info.value.status == 400
+    assert_refused(409, "2 names at most", store.teach_photo, loaded, predictor, VISITOR, "a", "cup", photo)
+    assert_refused(400, "pen has 1 photo", store.learn, loaded, predictor, VISITOR, "a")
     from dlguide_core.errors import ImageError
 
     with pytest.raises(ImageError, match="not an image"):  # the route's 400

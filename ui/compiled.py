@@ -14,7 +14,7 @@ import streamlit as st
 from dlguide_core.inference.backend_base import BackendOptions
 from dlguide_core.inference.bench_job import BenchJob, BenchProgress
 from dlguide_core.inference.benchmark import BenchConfig, BenchRow
-from dlguide_core.inference.names import BASELINE, SPEC, quick
+from dlguide_core.inference.specs import BASELINE, SPEC, quick
 from dlguide_core.vision.classify import ImageResult
 from dlguide_core.vision.models import LoadedModel
 from dlguide_core.vision.result_files import RunInfo

@@ -149,7 +149,7 @@ def name_features(loaded: LoadedModel, named: NamedPhotos, kept: dict) -> Output
 
 
 def classify_task(loaded: LoadedModel):
-    from dlguide_core.inference.names import BASELINE
+    from dlguide_core.inference.specs import BASELINE
     from ui.cache import classify_task as task
 
     return task(loaded, BASELINE, "fp32")

@@ -24,8 +24,8 @@ import argparse
 import json
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, positive_int
-from dlguide_core.inference.names import NAMES as BACKENDS  # torch-free: `--help` stays light
-from dlguide_core.inference.names import ONNXRUNTIME, PRECISIONS, TARGETS, TORCH
+from dlguide_core.inference.specs import NAMES as BACKENDS  # torch-free: `--help` stays light
+from dlguide_core.inference.specs import ONNXRUNTIME, PRECISIONS, TARGETS, TORCH
 from dlguide_core.vision.architectures import weights_help
 
 

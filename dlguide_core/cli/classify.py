@@ -13,7 +13,7 @@ import contextlib
 import sys
 
 from dlguide_core.cli.common import EXIT_FAILED, EXIT_OK, TerminalSafe, download_progress, positive_int
-from dlguide_core.inference.names import BASELINE
+from dlguide_core.inference.specs import BASELINE
 from dlguide_core.vision.architectures import weights_help
 
 

@@ -20,7 +20,7 @@ from dlguide_core.jobs.comparison import run_summary
 from dlguide_core.jobs.evaluation_job import stored_result
 from dlguide_core.jobs.executors import tracking
 from dlguide_core.jobs.executors.registry import DEFAULT, get_executor
-from dlguide_core.jobs.job import epoch_label
+from dlguide_core.jobs.job import epoch_label, with_epoch_number
 from dlguide_core.jobs.ownership import audit, authorize, cli_actor
 from dlguide_core.jobs.store import ACTIVE, Job, JobStore, open_store
 from dlguide_core.jobs.tensorboard_export import export_job
@@ -56,13 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_record(store: JobStore, job: Job) -> dict[str, Any]:
-    """One `jobs list --json` record: the job-table row (JobSummary), `created`, the scores (RunSummary), `config`."""
-    return (store.summary(job).to_json() | {"created": job.created} | run_summary(store, job).to_json()
-            | {"config": job.config})
+    """One `jobs list --json` record: the job-table row (JobSummary), `created`, the scores (RunSummary), `config`,
+    then `epoch_number` (the last step's epoch from 1, as the texts count; added last, so the keys keep their order)."""
+    row = (store.summary(job).to_json() | {"created": job.created} | run_summary(store, job).to_json()
+           | {"config": job.config})
+    return row | {"epoch_number": with_epoch_number(row)["epoch_number"]}
 
 
 def job_json(store: JobStore, job: Job) -> dict[str, Any]:
-    """The `jobs show --json` contract: `epochs` is the per-epoch metrics list; the planned epoch
+    """The `jobs show --json` contract: `epochs` is the per-epoch metrics list (`epoch` from 0, as stored;
+    `epoch_number` from 1, as the texts say it; `last_step` has both too); the planned epoch
     count (Job.epochs, else the config's) is `planned_epochs`; `warnings` says, in one line each with
     a hint, when the losses show the run diverging (dlguide_core.training.diagnostics; the status is unchanged);
     an evaluation job adds `evaluation` (the `evaluate --json` payload, None until it succeeds)."""
@@ -70,8 +73,9 @@ def job_json(store: JobStore, job: Job) -> dict[str, Any]:
     last = tracking.last_known(job.id)  # a scheduler's last word: Slurm's pending reason, say
     data["scheduler"] = None if last is None else {"state": last.state, "reason": last.reason}
     data["planned_epochs"] = job.epochs if job.epochs is not None else job.config.get("epochs")
-    data["last_step"] = store.last_step(job.id)
-    data["epochs"] = store.epochs(job.id)
+    last_step = store.last_step(job.id)
+    data["last_step"] = None if last_step is None else with_epoch_number(last_step)
+    data["epochs"] = [with_epoch_number(row) for row in store.epochs(job.id)]
     data["per_class_accuracy"] = store.per_class_accuracy(job.id)
     if not is_training(job.recipe):  # an evaluation job (issue 13): its `evaluate --json` payload once finished
         data["warnings"], data["evaluation"] = [], stored_result(job.id)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.export import OnnxExport, export_cached, export_onnx, made_here_s
 from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import LoadedModel
@@ -33,7 +33,7 @@ from dlguide_core.vision.presets import preprocess
 from dlguide_core.vision.samples import bundled_samples
 
 Progress = Callable[[str, float], object]  # (what is happening, fraction done in [0, 1]); its return is ignored
-PRECISIONS, TARGETS = names.PRECISIONS, names.TARGETS
+PRECISIONS, TARGETS = specs.PRECISIONS, specs.TARGETS
 GRAPH_OPTIMIZATIONS = ("all", "extended", "basic", "disabled")
 
 
@@ -163,7 +163,7 @@ class Backend(ABC):
 
     @classmethod
     def contends(cls, options: BackendOptions) -> str | None:
-        """None where the booth should time this variant against its pick (a `timed` entry of `names`), else
+        """None where the booth should time this variant against its pick (a `timed` entry of `specs`), else
         why not, in words. Every backend contends unless it knows it cannot win on this machine."""
         return None
 
@@ -268,6 +268,6 @@ def backend_model(loaded: LoadedModel, backend: Backend) -> LoadedModel:
 
     e.g. `classify.classify_sources(backend_model(loaded, backend), sources)` classifies
     through ONNX Runtime or MIGraphX with the exact decoding and top-k of the eager path."""
-    if backend.name == names.BASELINE and not backend.options.torch_compile:
+    if backend.name == specs.BASELINE and not backend.options.torch_compile:
         return loaded
     return replace(loaded, model=BackendModule(backend), label=f"{loaded.label} · {backend.title}")

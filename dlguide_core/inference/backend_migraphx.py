@@ -29,7 +29,7 @@ import torch
 
 from dlguide_core import migraphx_lib
 from dlguide_core.errors import error_summary
-from dlguide_core.inference import backend_base, names
+from dlguide_core.inference import backend_base, specs
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -66,7 +66,7 @@ def resolve_target(target: str) -> str:
 class MigraphxBackend(Backend):
     """Parse the ONNX export for a fixed batch, optionally quantise, compile for a target, cache as .mxr."""
 
-    name, title = names.MIGRAPHX, names.label(names.MIGRAPHX)
+    name, title = specs.MIGRAPHX, specs.label(specs.MIGRAPHX)
     compile_s = load_s = None  # type: float | None
 
     @classmethod
@@ -75,7 +75,7 @@ class MigraphxBackend(Backend):
         target = resolve_target(options.target)
 
         def state(ok: bool, reason: str) -> Availability:
-            return Availability(cls.name, names.label(cls.name, target), ok, reason)
+            return Availability(cls.name, specs.label(cls.name, target), ok, reason)
 
         ok, found = migraphx_lib.status()
         if not ok:
@@ -101,7 +101,7 @@ class MigraphxBackend(Backend):
 
     @property
     def label(self) -> str:
-        return names.label(self.name, self.target)
+        return specs.label(self.name, self.target)
 
     @property
     def on_gpu(self) -> bool:

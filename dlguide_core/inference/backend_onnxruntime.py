@@ -13,7 +13,7 @@ import torch
 
 from dlguide_core import threads
 from dlguide_core.errors import error_summary
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -35,7 +35,7 @@ ORT_GPU_PROVIDERS = frozenset(ORT_PROVIDER_PREFERENCE[:3])
 class OnnxRuntimeBackend(Backend):
     """ONNX Runtime with the best execution provider present and full graph optimisation."""
 
-    name, title = names.ONNXRUNTIME, names.label(names.ONNXRUNTIME)
+    name, title = specs.ONNXRUNTIME, specs.label(specs.ONNXRUNTIME)
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:

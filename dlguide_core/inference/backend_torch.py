@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import (
     Availability,
     Backend,
@@ -28,7 +28,7 @@ from dlguide_core.vision.models import LoadedModel
 class TorchBackend(Backend):
     """PyTorch eager on the model's own device: the baseline every other backend is compared with."""
 
-    name, title = names.TORCH, names.label(names.TORCH)
+    name, title = specs.TORCH, specs.label(specs.TORCH)
     _compiled: CompiledProcess | None = None  # the torch.compile child, once prepared with a compile backend
     compile_imports: tuple[str, ...] = ()  # modules the child imports first (a compile backend's registration)
 

@@ -18,7 +18,7 @@ import os
 
 import torch
 
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import Availability, BackendError, BackendOptions, Progress
 from dlguide_core.inference.backend_torch import TorchBackend, torch_compile_status
 from dlguide_core.vision.models import LoadedModel
@@ -27,7 +27,7 @@ from dlguide_core.vision.models import LoadedModel
 class ZentorchBackend(TorchBackend):
     """torch.compile with zentorch's backend, fp32 on the CPU."""
 
-    name, title = names.ZENTORCH, names.label(names.ZENTORCH)
+    name, title = specs.ZENTORCH, specs.label(specs.ZENTORCH)
 
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
@@ -57,7 +57,7 @@ class ZentorchBackend(TorchBackend):
         capability = cpu_capability()
         return None if capability.startswith("AVX512") else f"its optimisations need AVX-512 (this CPU: {capability})"
 
-    compile_imports = (names.ZENTORCH,)  # importing zentorch registers its torch.compile backend
+    compile_imports = (specs.ZENTORCH,)  # importing zentorch registers its torch.compile backend
 
     @property
     def compile_backend(self) -> str:

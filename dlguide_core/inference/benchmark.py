@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.activity import Activity, between, snapshot
 from dlguide_core.inference.backend_base import Backend, BackendOptions, BackendUnavailable, Progress, sample_batch
 from dlguide_core.inference.backend_torch import TorchBackend
@@ -39,7 +39,7 @@ Watch = Callable[[], Activity]  # a sample of what else runs (activity.snapshot)
 
 @dataclass(frozen=True)
 class BenchConfig:
-    backends: tuple[str, ...] = (names.TORCH, names.ONNXRUNTIME)
+    backends: tuple[str, ...] = (specs.TORCH, specs.ONNXRUNTIME)
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     iters: int = 20
     warmup: int = 3
@@ -137,7 +137,7 @@ def measure(backend: Backend, batch: torch.Tensor, reference: torch.Tensor, *, w
 
 def options_for(name: str, options: BackendOptions) -> BackendOptions:
     # The PyTorch row is the fp32 baseline whatever precision the compiled backends use.
-    return replace(options, precision="fp32") if name == names.BASELINE else options
+    return replace(options, precision="fp32") if name == specs.BASELINE else options
 
 
 def run_benchmark(loaded: LoadedModel, config: BenchConfig, progress: Progress | None = None, *,
@@ -182,7 +182,7 @@ def _bench_one(name: str, loaded: LoadedModel, eager: Backend, batch_size: int, 
     batch = sample_batch(loaded, batch_size)  # (batch_size, 3, crop, crop), same for every backend
     try:
         reference = eager.run(batch)
-        plain_torch = name == names.BASELINE and not options.torch_compile
+        plain_torch = name == specs.BASELINE and not options.torch_compile
         backend = eager if plain_torch else prepare_backend(name, loaded, batch_size=batch_size, options=options)
         before = watch()  # after preparing: a compile is not timed, what runs beside it does not matter
         row = measure(backend, batch, reference, warmup=config.warmup, iters=config.iters, stop=stop)
@@ -203,14 +203,14 @@ def run_failed(rows: Sequence[BenchRow]) -> bool:
     return all(r.error for r in rows) or any(r.error and not r.unavailable for r in rows)
 
 
-def speedups(rows: Sequence[BenchRow], baseline: str = names.BASELINE) -> dict[tuple[str, int | None], float]:
+def speedups(rows: Sequence[BenchRow], baseline: str = specs.BASELINE) -> dict[tuple[str, int | None], float]:
     """(backend, batch size) -> baseline p50 / backend p50, for rows where both ran."""
     base = {r.batch_size: r.p50_ms for r in rows if r.backend == baseline and r.p50_ms}
     return {(r.backend, r.batch_size): round(base[r.batch_size] / r.p50_ms, 2)
             for r in rows if r.p50_ms and r.batch_size in base}
 
 
-def results_table(rows: Sequence[BenchRow], baseline: str = names.BASELINE) -> list[dict[str, Any]]:
+def results_table(rows: Sequence[BenchRow], baseline: str = specs.BASELINE) -> list[dict[str, Any]]:
     """The rows that ran, as JSON records plus `speedup`: how many times faster than the `baseline`
     backend's row at the same batch size (p50 over p50; None without a baseline row)."""
     ratio = speedups(rows, baseline)

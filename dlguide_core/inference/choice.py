@@ -1,6 +1,6 @@
 """Which backend to use: the fastest-choice rule, and the backend and precision choices offered to users.
 
-The ranking is measured (docs/BENCHMARKS.md) and declared with each backend (`names`); whether a backend or
+The ranking is measured (docs/BENCHMARKS.md) and declared with each backend (`specs`); whether a backend or
 precision is offered comes from each backend's `availability` here, so the UI and CLI never offer what cannot run.
 """
 
@@ -13,7 +13,7 @@ import torch
 
 from dlguide_core import settings
 from dlguide_core.errors import DlguideError
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import PRECISIONS, Backend, BackendOptions, Progress
 from dlguide_core.inference.registry import backend_class, backend_status, prepare_backend
 from dlguide_core.vision.classify import predict_logits
@@ -31,30 +31,30 @@ class BackendChoice:
     name: str
     options: BackendOptions
     reason: str
-    checked: bool = False  # its top-1 must agree with eager's (AGREEMENT_MIN) before it may win (`names.Ranked`)
+    checked: bool = False  # its top-1 must agree with eager's (AGREEMENT_MIN) before it may win (`specs.Ranked`)
 
     @property
     def label(self) -> str:
         """"ONNX Runtime", "MIGraphX (GPU)": the backend's label for the target it was chosen for."""
-        return names.label(self.name, self.options.target)
+        return specs.label(self.name, self.options.target)
 
 
 def fastest_available(loaded: LoadedModel | None = None) -> BackendChoice:
     """The backend expected to be fastest here: the first untimed variant of the measured ranking
-    (`names.ranking`) that runs here. With the shipped ranking: MIGraphX on an AMD GPU, then ONNX Runtime on a
+    (`specs.ranking`) that runs here. With the shipped ranking: MIGraphX on an AMD GPU, then ONNX Runtime on a
     GPU provider, then PyTorch on a GPU (where the model is), then ONNX Runtime on the CPU, then eager PyTorch.
     On a CPU host the booth (booth.fastest_measured) then times the `cpu_contenders` against it."""
     on_gpu = (loaded.device.type == "cuda") if loaded is not None else torch.cuda.is_available()
-    for name, ranked in names.ranking():
-        if ranked.timed or (name == names.BASELINE and ranked.target == "gpu" and not on_gpu):
+    for name, ranked in specs.ranking():
+        if ranked.timed or (name == specs.BASELINE and ranked.target == "gpu" and not on_gpu):
             continue  # the baseline runs where the model is: on the GPU only when the model is there
         choice = _runnable(name, ranked)
         if choice is not None:
             return choice
-    return BackendChoice(names.BASELINE, BackendOptions(), "PyTorch eager")
+    return BackendChoice(specs.BASELINE, BackendOptions(), "PyTorch eager")
 
 
-def _runnable(name: str, ranked: names.Ranked) -> BackendChoice | None:
+def _runnable(name: str, ranked: specs.Ranked) -> BackendChoice | None:
     """The choice for one ranked variant where it can run here, else None."""
     options = BackendOptions(target=ranked.target, precision=ranked.precision)
     status = backend_class(name).availability(options)
@@ -64,12 +64,12 @@ def _runnable(name: str, ranked: names.Ranked) -> BackendChoice | None:
 
 
 def cpu_contenders(choice: BackendChoice) -> list[BackendChoice]:
-    """The variants the booth times against a compiled CPU pick (`names.Ranked.timed`, e.g. ONNX Runtime int8,
+    """The variants the booth times against a compiled CPU pick (`specs.Ranked.timed`, e.g. ONNX Runtime int8,
     MIGraphX (CPU)) that run here and contend here (`Backend.contends`); none against eager PyTorch."""
-    if choice.name == names.BASELINE or choice.options.target != "cpu":
+    if choice.name == specs.BASELINE or choice.options.target != "cpu":
         return []
     out = []
-    for name, ranked in names.ranking():
+    for name, ranked in specs.ranking():
         contender = _runnable(name, ranked) if ranked.timed and ranked.target == "cpu" else None
         if contender is not None and backend_class(name).contends(contender.options) is None:
             out.append(contender)
@@ -100,13 +100,13 @@ def top1_agreement(loaded: LoadedModel, backend: Backend, photos: list[Path], ch
 def prepare_fastest(loaded: LoadedModel, *, batch_size: int = 1, progress: Progress | None = None) -> Backend:
     """Prepare `fastest_available`, falling back to eager PyTorch if that fails (never raises for it)."""
     choice = fastest_available(loaded)
-    if choice.name != names.BASELINE:
+    if choice.name != specs.BASELINE:
         try:
             return prepare_backend(choice.name, loaded, batch_size=batch_size, options=choice.options,
                                    progress=progress)
         except DlguideError:
             pass  # e.g. a broken GPU runtime: eager PyTorch still answers
-    return prepare_backend(names.BASELINE, loaded, batch_size=batch_size, progress=progress)
+    return prepare_backend(specs.BASELINE, loaded, batch_size=batch_size, progress=progress)
 
 
 def available_names(options: BackendOptions | None = None) -> list[str]:
@@ -115,7 +115,7 @@ def available_names(options: BackendOptions | None = None) -> list[str]:
 
 def backend_choices(options: BackendOptions | None = None) -> list[str]:
     """What a user may pick: PyTorch first (the baseline and default), then each backend that can run here."""
-    return [names.BASELINE, *[name for name in available_names(options) if name != names.BASELINE]]
+    return [specs.BASELINE, *[name for name in available_names(options) if name != specs.BASELINE]]
 
 
 def precision_choices(name: str, target: str = "auto") -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The inference backends' classes by name: which exist, whether each can run here, preparing one, and labels.
 
-The names, labels and ranking are declared in `names`; each name's class is the Backend subclass of that name in
+The names, labels and ranking are declared in `specs`; each name's class is the Backend subclass of that name in
 `backend_<name>.py`, imported when first asked for (a backend module's own imports stay in its functions).
 The backends themselves know nothing of this module.
 """
@@ -11,7 +11,7 @@ import importlib
 import inspect
 from functools import cache
 
-from dlguide_core.inference import names
+from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import Availability, Backend, BackendOptions, Progress
 from dlguide_core.vision.models import LoadedModel
 
@@ -19,8 +19,8 @@ from dlguide_core.vision.models import LoadedModel
 @cache
 def backend_class(name: str) -> type[Backend]:
     """The class of backend `name` (ValueError naming the choices for an unknown one)."""
-    if name not in names.SPEC:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(names.NAMES)}")
+    if name not in specs.SPEC:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(specs.NAMES)}")
     module = importlib.import_module(f"{__package__}.backend_{name}")  # dlguide_core/inference/backend_<name>.py
     found = [cls for _, cls in inspect.getmembers(module, inspect.isclass)
              if issubclass(cls, Backend) and cls.__module__ == module.__name__ and cls.name == name]
@@ -30,7 +30,7 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def backend_classes() -> list[type[Backend]]:
-    return [backend_class(name) for name in names.NAMES]
+    return [backend_class(name) for name in specs.NAMES]
 
 
 def backend_status(options: BackendOptions | None = None) -> list[Availability]:
@@ -57,7 +57,7 @@ def precompile(name: str, loaded: LoadedModel, *, batch_size: int = 1, options: 
 def backend_label(name: str, provider: str | None = None) -> str:
     """A bench row's or a prepared backend's name for people: "MIGraphX (CPU)" for provider migraphx:cpu
     (a provider "<name>:<target>…" names the target where the label depends on it)."""
-    spec = names.SPEC.get(name)
+    spec = specs.SPEC.get(name)
     if spec is None:
         return name
     target = next((t for t, _ in spec.target_labels if (provider or "").startswith(f"{name}:{t}")), None)

@@ -183,6 +183,13 @@ def epoch_label(epoch: int | None) -> int | None:
     return None if epoch is None else epoch + 1
 
 
+def with_epoch_number(row: Mapping[str, object]) -> dict[str, Any]:
+    """A JSON record with an `epoch` (the store's, from 0: a contract since issue 31) and, added beside it,
+    `epoch_number`: the same epoch as people count it and as every text says it (from 1)."""
+    epoch = row.get("epoch")
+    return {**row, "epoch_number": epoch_label(epoch) if isinstance(epoch, int) else None}
+
+
 def devices_of(config: str | dict[str, Any] | None) -> int:
     """Devices a job occupies on this machine: its processes per node (1 for a plain or TF job)."""
     try:

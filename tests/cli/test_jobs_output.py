@@ -1,5 +1,6 @@
 """`jobs list` and `jobs show` as people read them (issue 31): a header and the run's name; classes in the
-dataset's words with the WordNet id after them; epochs counted from 1. The JSON keeps its keys and values."""
+dataset's words with the WordNet id after them; epochs counted from 1. The JSON keeps its keys and values, and
+adds `epoch_number` (from 1) beside `epoch`."""
 
 from __future__ import annotations
 
@@ -38,10 +39,15 @@ def test_jobs_list_has_a_header_and_the_name_and_show_names_the_classes(tmp_path
     assert main(["jobs", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert {"id", "recipe", "status", "epoch", "step", "created", "config"} <= set(listed[0])
+    assert [(r["epoch"], r["epoch_number"]) for r in listed] == [(0, 1), (0, 1)]  # the store's count, and people's
 
     assert main(["jobs", "show", named]) == 0
     shown = capsys.readouterr().out
     assert re.search(r"goldfish \(n01443537\) +40.0 %", shown) and "European fire salamander (n01629819)" in shown
     assert "  epoch 1  train_loss 1.0000" in shown and "step 2/2  epoch 1  loss" in shown
     assert main(["jobs", "show", named, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["epochs"][0]["epoch"] == 0  # the JSON keeps the store's count
+    record = json.loads(capsys.readouterr().out)
+    assert record["epochs"][0]["epoch"] == 0  # the JSON keeps the store's count (issue 31's contract)...
+    # ...and says the text's beside it (issue 43: one numbering for people, the one every text uses)
+    assert record["epochs"][0]["epoch_number"] == 1 and record["last_step"]["epoch_number"] == 1
+    assert (record["last_step"]["step"], record["last_step"]["epoch"]) == (2, 0)

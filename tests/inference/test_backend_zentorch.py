@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from dlguide_core import booth, migraphx_lib
-from dlguide_core.inference import backend_zentorch, choice, names, registry
+from dlguide_core.inference import backend_zentorch, choice, registry, specs
 from dlguide_core.inference.backend_base import BackendOptions, BackendUnavailable, sample_batch
 from dlguide_core.vision.classify import predict_logits
 from tests.support.paths import ROOT
 
-needs_zentorch = pytest.mark.skipif(importlib.util.find_spec(names.ZENTORCH) is None,
+needs_zentorch = pytest.mark.skipif(importlib.util.find_spec(specs.ZENTORCH) is None,
                                     reason="zentorch not installed (pip install -c constraints.txt zentorch)")
 
 

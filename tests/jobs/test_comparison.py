@@ -56,11 +56,12 @@ def test_comparison_rows_and_jobs_list_json(capsys) -> None:
     assert main(["jobs", "list", "--json"]) == 0
     listed = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     old_keys = {"id", "recipe", "status", "epoch", "step", "total_steps", "images_per_s", "eta_s", "error", "created"}
-    new_keys = {"final_top1", "final_top5", "best_top1", "best_top5", "final_val_loss", "wall_s", "config"}
+    new_keys = {"final_top1", "final_top5", "best_top1", "best_top5", "final_val_loss", "wall_s", "config",
+                "epoch_number"}
     assert set(listed[b.id]) == old_keys | new_keys  # keys added, none renamed
     assert list(listed[b.id]) == ["id", "recipe", "status", "epoch", "step", "total_steps", "images_per_s", "eta_s",
                                   "error", "created", "final_top1", "final_top5", "best_top1", "best_top5",
-                                  "final_val_loss", "wall_s", "config"]  # in the order they always came
+                                  "final_val_loss", "wall_s", "config", "epoch_number"]  # the old order, then added
     assert listed[b.id]["best_top5"] == 95.0 and listed[b.id]["config"] == {"lr": 0.01, "batch_size": 32}
 
 
@@ -75,7 +76,8 @@ def test_jobs_show_json_keeps_its_keys(capsys) -> None:
                 "restarts", "restart_note"]  # issue 32: keys are only ever added
     assert list(shown) == job_keys + ["scheduler", "planned_epochs", "last_step", "per_class_accuracy", "warnings"]
     assert shown["epochs"] == [{"epoch": 0, "train_loss": 1.0, "val_loss": 2.0, "top1": 40.0, "top5": 80.0,
-                                "time": shown["epochs"][0]["time"]}]  # `epochs`: Job's count replaced by the rows
+                                "time": shown["epochs"][0]["time"], "epoch_number": 1}]  # `epochs`: Job's count
+    # replaced by the rows; `epoch_number` (issue 43) added last, the same epoch counted from 1 as the texts say it
 
 
 def test_summaries_and_tensorboard_export_do_not_import_torch() -> None:

@@ -6,33 +6,19 @@ The untrained model ("none") keeps the forwards short; its random features still
 
 from __future__ import annotations
 
-import io
-import random
 from pathlib import Path
-
-from PIL import Image, ImageDraw
 
 from tests.support.apptest import open_app
 from tests.support.charts import plotly_charts
+from tests.support.teach_photos import thing_jpeg
 
 COLOURS = {"red mug": (210, 30, 40), "blue pen": (40, 70, 210)}
 KEY = "classify_teach"
 
 
-def picture(colour: tuple[int, int, int], seed: int) -> bytes:
-    rng = random.Random(seed)
-    shade = tuple(max(0, min(255, c + rng.randint(-25, 25))) for c in colour)
-    img = Image.new("RGB", (320, 240), shade)
-    x, y = rng.randint(20, 180), rng.randint(20, 120)
-    ImageDraw.Draw(img).ellipse([x, y, x + 90, y + 90], fill=(235, 235, 225))
-    buffer = io.BytesIO()
-    img.save(buffer, format="JPEG")
-    return buffer.getvalue()
-
-
 def files(name: str, count: int, first_seed: int = 0) -> list[tuple[str, bytes, str]]:
     colour = COLOURS.get(name, (200, 120, 30))
-    return [(f"photo_{first_seed + i}.jpg", picture(colour, first_seed + i), "image/jpeg") for i in range(count)]
+    return [(f"photo_{first_seed + i}.jpg", thing_jpeg(colour, first_seed + i), "image/jpeg") for i in range(count)]
 
 
 def taught_page(names: dict[str, int]):
@@ -56,7 +42,7 @@ def test_teach_learn_try_save_and_pick_the_checkpoint(isolated_home: Path) -> No
     losses = curve["data"][0]["y"]
     assert len(losses) >= 10 and losses[-1] < losses[0], losses  # one point per step, and it learned
 
-    at.file_uploader(key=f"{KEY}_try").set_value([("unseen.jpg", picture(COLOURS["blue pen"], 99), "image/jpeg")])
+    at.file_uploader(key=f"{KEY}_try").set_value([("unseen.jpg", thing_jpeg(COLOURS["blue pen"], 99), "image/jpeg")])
     at.run()
     assert not at.exception
     table = at.dataframe[-1].value
@@ -70,7 +56,7 @@ def test_teach_learn_try_save_and_pick_the_checkpoint(isolated_home: Path) -> No
     picker = at.selectbox(key="classify_weights")  # selectable as weights, named as the Teach flow's
     assert f"taught on this page: {saved[0].name}" in picker.options
     at.selectbox(key="classify_weights").set_value(str(saved[0])).run()
-    at.file_uploader(key="classify_upload").set_value(("unseen.jpg", picture(COLOURS["blue pen"], 99),
+    at.file_uploader(key="classify_upload").set_value(("unseen.jpg", thing_jpeg(COLOURS["blue pen"], 99),
                                                       "image/jpeg")).run()
     assert not at.exception
     assert at.dataframe[-1].value["label"].iloc[0] == "blue pen"

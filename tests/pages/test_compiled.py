@@ -91,10 +91,10 @@ def test_prepare_classify_and_benchmark_then_revisit(job_checkpoint, monkeypatch
 def test_a_new_backend_ranked_fastest_is_named_by_its_declared_label(job_checkpoint, monkeypatch):
     """Issue 23: the page looked the fastest backend's label up in a dict of its own (ui/backends.py's
     BACKEND_LABELS), a KeyError once a backend it lacked ranked fastest; the label is now the declared one."""
-    from dlguide_core.inference import choice, names
+    from dlguide_core.inference import choice, specs
     from dlguide_core.inference.backend_base import BackendOptions
 
-    monkeypatch.setitem(names.SPEC, "warp", names.BackendSpec("warp", "Warp Drive"))  # declared, ranked first
+    monkeypatch.setitem(specs.SPEC, "warp", specs.BackendSpec("warp", "Warp Drive"))  # declared, ranked first
     monkeypatch.setattr(choice, "fastest_available",
                         lambda _loaded=None: choice.BackendChoice("warp", BackendOptions(target="cpu"), "measured"))
     at = _page()

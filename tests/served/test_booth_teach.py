@@ -7,15 +7,13 @@ colours with a shape on them, separate). Few page loads: the 2-core CI box is sh
 
 from __future__ import annotations
 
-import io
-import random
 from pathlib import Path
 
 import pytest
-from PIL import Image, ImageDraw
 from playwright.sync_api import expect
 
 from tests.support.servers import start_served
+from tests.support.teach_photos import thing_jpeg
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,24 +23,12 @@ COLOURS = {"red mug": (210, 30, 40), "green leaf": (40, 170, 60), "blue pen": (4
 MARKUP = "<img src=x onerror=alert(1)>"
 
 
-def picture(colour: tuple[int, int, int], seed: int) -> bytes:
-    """An easy photo of a "thing": its colour, a little lighter or darker, with a pale shape somewhere on it."""
-    rng = random.Random(seed)
-    shade = tuple(max(0, min(255, c + rng.randint(-25, 25))) for c in colour)
-    img = Image.new("RGB", (320, 240), shade)
-    x, y = rng.randint(20, 180), rng.randint(20, 120)
-    ImageDraw.Draw(img).ellipse([x, y, x + 90, y + 90], fill=(235, 235, 225))
-    buffer = io.BytesIO()
-    img.save(buffer, format="JPEG")
-    return buffer.getvalue()
-
-
 def photos(folder: Path, name: str, count: int, first_seed: int = 0) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(count):
         path = folder / f"{name.replace(' ', '_')}_{first_seed + i}.jpg"
-        path.write_bytes(picture(COLOURS[name], first_seed + i))
+        path.write_bytes(thing_jpeg(COLOURS[name], first_seed + i))
         paths.append(str(path))
     return paths
 
@@ -95,6 +81,18 @@ def learn_and_watch(page) -> list[int]:
     page.get_by_role("button", name="Learn", exact=True).click()
     page.get_by_text("It learned your", exact=False).wait_for(timeout=120_000)
     return page.evaluate("() => window.__points")
+
+
+def answer_unseen(page, folder: Path, name: str, seed: int):
+    """On the Upload tab, a photo of `name` the booth was not taught; (its file, the answer's heading), once the
+    heading names `name`."""
+    page.get_by_role("tab", name="Upload").click()
+    unseen = photos(folder / "unseen", name, 1, first_seed=seed)[0]
+    page.locator("input[type=file]").set_input_files(unseen)
+    heading = page.locator(".booth-answer h2")
+    heading.wait_for()
+    expect(heading.locator("b")).to_have_text(name)
+    return unseen, heading
 
 
 def record_ids(page) -> list[str]:
@@ -168,7 +166,7 @@ def test_the_teach_routes_answer_the_contract_and_another_visitor_never_sees_the
     mine, other = Screen(booth_url, "a" * 16 + "_Teach-0123456789"), Screen(booth_url, "b" * 64)
     for i, name in enumerate(COLOURS):
         for seed in range(10):
-            status, answer = mine.post("teach", picture(COLOURS[name], seed), {"name": name})
+            status, answer = mine.post("teach", thing_jpeg(COLOURS[name], seed), {"name": name})
             assert status == 200 and list(answer) == ["name", "examples", "names"], (status, answer)
             assert answer["name"] == name and answer["examples"] == seed + 1
             assert answer["names"] == {**{n: 10 for n in list(COLOURS)[:i]}, name: seed + 1}
@@ -181,7 +179,7 @@ def test_the_teach_routes_answer_the_contract_and_another_visitor_never_sees_the
     assert len(learned["loss"]) >= 10 and learned["loss"][-1] < learned["loss"][0]
     assert 0 < learned["learn_ms"] < 60_000  # its speed is bench/bench_booth_teach.py's (<= 2 s on this box)
 
-    right, unseen = 0, [(name, picture(rgb, 500 + seed)) for name, rgb in COLOURS.items() for seed in range(5)]
+    right, unseen = 0, [(name, thing_jpeg(rgb, 500 + seed)) for name, rgb in COLOURS.items() for seed in range(5)]
     for name, photo in unseen:
         status, answer = mine.post("classify", photo, {"name": "unseen.jpg"})
         assert status == 200 and all(isinstance(row["taught"], bool) for row in answer["top"]), answer
@@ -212,7 +210,7 @@ def test_the_teach_routes_refuse_bad_input_with_its_status_and_one_line(booth_ur
     from concurrent.futures import ThreadPoolExecutor
 
     screen = Screen(booth_url, "flood_visitor_0123456789")
-    photo = picture(COLOURS["red mug"], 1)
+    photo = thing_jpeg(COLOURS["red mug"], 1)
     refused = {
         "markup": screen.post("teach", photo, {"name": MARKUP}),
         "a control character": screen.post("teach", photo, {"name": "mug\x07"}),
@@ -238,7 +236,7 @@ def test_the_teach_routes_refuse_bad_input_with_its_status_and_one_line(booth_ur
     assert MARKUP not in lines["markup"] and "X-Booth-Visitor" in lines["no visitor id"]
 
     for seed in range(30):
-        assert screen.post("teach", picture(COLOURS["red mug"], seed), {"name": "mug"})[0] == 200
+        assert screen.post("teach", thing_jpeg(COLOURS["red mug"], seed), {"name": "mug"})[0] == 200
     status, answer = screen.post("teach", photo, {"name": "mug"})
     assert status == 409 and "30 photos" in one_line(answer)
     for i in range(9):
@@ -280,12 +278,7 @@ def test_teach_learn_answer_and_forget_on_a_desktop(booth_url: str, browser, tmp
         expect(line).to_contain_text("ms on CPU")
         page.screenshot(path=str(tmp_path / "teach-desktop-1600x1000.png"))
 
-        page.get_by_role("tab", name="Upload").click()
-        unseen = photos(tmp_path / "unseen", "green leaf", 1, first_seed=100)[0]
-        page.locator("input[type=file]").set_input_files(unseen)
-        heading = page.locator(".booth-answer h2")
-        heading.wait_for()
-        expect(heading.locator("b")).to_have_text("green leaf")
+        unseen, _ = answer_unseen(page, tmp_path, "green leaf", 100)
         expect(page.locator(".booth-answer .booth-taught").first).to_have_text("taught just now")
         expect(page.locator(".booth-row-taught").first).to_contain_text("green leaf")
         page.get_by_text("Where did the model look?").click()
@@ -357,12 +350,7 @@ def test_teach_on_a_phone_markup_names_and_the_idle_reset(booth_url: str, browse
         page.locator(".booth-lesson").scroll_into_view_if_needed()
         page.screenshot(path=str(tmp_path / "teach-phone-390x844.png"))
 
-        page.get_by_role("tab", name="Upload").click()
-        unseen = photos(tmp_path / "unseen", "blue pen", 1, first_seed=200)[0]
-        page.locator("input[type=file]").set_input_files(unseen)
-        answer = page.locator(".booth-answer h2")
-        answer.wait_for()
-        expect(answer.locator("b")).to_have_text("blue pen")
+        unseen, answer = answer_unseen(page, tmp_path, "blue pen", 200)
         page.wait_for_timeout(500)  # the layout settles
         page.evaluate("() => { for (const e of document.querySelectorAll('*')) if (e.scrollTop) e.scrollTop = 0; }")
         page.screenshot(path=str(tmp_path / "teach-phone-answer-390x844.png"))

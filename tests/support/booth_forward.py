@@ -17,18 +17,18 @@ def booth_backend(booth_line: str):
     ("LABEL · PROVIDER on DEVICE"), prepared in this process; the environment is the server's (DLGUIDE_HOME's export
     is reused, not redone)."""
     from dlguide_core.booth import variant_label
-    from dlguide_core.inference import names, registry
+    from dlguide_core.inference import registry, specs
     from dlguide_core.inference.backend_base import BackendOptions
     from dlguide_core.vision.models import load_model
 
     loaded = load_model("imagenet")
     label = booth_line.split(" · ")[0]
-    for name, ranked in names.ranking():
+    for name, ranked in specs.ranking():
         options = BackendOptions(target=ranked.target, precision=ranked.precision)
-        if name == names.BASELINE:
+        if name == specs.BASELINE:
             options = BackendOptions()
-        want = names.label(name, ranked.target) + ("" if ranked.precision == "fp32" else f" {ranked.precision}")
-        if want == label or (name == names.BASELINE and label == names.label(name)):
+        want = specs.label(name, ranked.target) + ("" if ranked.precision == "fp32" else f" {ranked.precision}")
+        if want == label or (name == specs.BASELINE and label == specs.label(name)):
             if not registry.backend_class(name).availability(options).available:
                 continue  # a label two targets share ("ONNX Runtime" on the GPU and the CPU): the one that runs here
             backend = registry.prepare_backend(name, loaded, options=options)

@@ -7,12 +7,10 @@ tests/served/test_kiosk.py."""
 from __future__ import annotations
 
 import pytest
-from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketDisconnect
 
+from tests.support.gated_app import gated_app
 from web.origin_check import OriginCheck, origin_of
 from web.token_gate import TokenGate, cookie_name, cookie_value
 
@@ -22,17 +20,9 @@ WS = f"ws://127.0.0.1:{PORT}/_stcore/stream"  # the test client says Host: tests
 COOKIE = {"Cookie": f"{cookie_name(PORT)}={cookie_value(TOKEN)}"}
 
 
-async def echo(websocket: WebSocket) -> None:
-    await websocket.accept()
-    await websocket.send_text("in")
-    await websocket.close()
-
-
 @pytest.fixture
 def client() -> TestClient:
-    app = Starlette(routes=[Route("/{path:path}", lambda request: PlainTextResponse(f"app:{request.method}"),
-                                  methods=["GET", "HEAD", "POST", "PUT"]),
-                            WebSocketRoute("/_stcore/stream", echo)])
+    app = gated_app(lambda request: f"app:{request.method}", ["GET", "HEAD", "POST", "PUT"])
     stack = OriginCheck(TokenGate(app, token=TOKEN, port=PORT))
     return TestClient(stack, base_url=f"http://127.0.0.1:{PORT}", follow_redirects=False)
 

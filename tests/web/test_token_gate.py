@@ -8,12 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketDisconnect
 
+from tests.support.gated_app import gated_app
 from web.token_gate import TOKEN_FILE, TokenGate, TokenRefused, cookie_value, load_token
 
 TOKEN = "a-test-token-of-enough-length-0123"
@@ -89,17 +87,9 @@ def token_in(home: Path) -> str:
     return load_token(home).value
 
 
-async def echo(websocket: WebSocket) -> None:
-    await websocket.accept()
-    await websocket.send_text("in")
-    await websocket.close()
-
-
 @pytest.fixture
 def client() -> TestClient:
-    app = Starlette(routes=[Route("/{path:path}", lambda request: PlainTextResponse(f"app:{request.url.path}"),
-                                  methods=["GET", "PUT"]),
-                            WebSocketRoute("/_stcore/stream", echo)])
+    app = gated_app(lambda request: f"app:{request.url.path}", ["GET", "PUT"])
     return TestClient(TokenGate(app, token=TOKEN, port=PORT), base_url="http://127.0.0.1:8501",
                       follow_redirects=False)
 

@@ -63,9 +63,12 @@ def test_sqlite_store_with_nodes_on_other_hosts_is_named_at_submit(hosts) -> Non
     assert with_pg.stdout.strip() == "()"
 
 
-# 4 s of steps on a quiet box (20 s under a load of 10): the kill lands well before the end, a few steps past a
-# checkpoint, and the resumed run redoes little
-NODE_FAIL_STEPS = 60
+# About 10 s of steps on a quiet box (well over a minute under a load of 10): the kill, sent as soon as the
+# watcher sees a checkpoint at KILL_AFTER_STEP or later, lands long before the end. Not "once a step past a
+# checkpoint is seen": the store's step and checkpoint rows are written together at each epoch's end (3 steps an
+# epoch, 0.25 s flushes), so a fast run can end without the watcher ever seeing one (a CI run did, 2026-12-02).
+NODE_FAIL_STEPS = 150
+KILL_AFTER_STEP = 6
 
 
 def test_a_node_that_dies_mid_run_is_requeued_and_the_same_job_resumes_from_its_checkpoint(hosts, tmp_path) -> None:
@@ -90,15 +93,15 @@ def test_a_node_that_dies_mid_run_is_requeued_and_the_same_job_resumes_from_its_
     watch = JobWatch(hosts.popen_in("ctl", [sys.executable, "-m", "tests.support.store_watch", job_id], env=env,
                                     cwd=ROOT, stdout=subprocess.PIPE, text=True))
     try:
-        before = watch.until(lambda s: s["status"] == "running" and s["checkpoint_step"] and s["step"]
-                             > s["checkpoint_step"], 300, lambda: "steps past a checkpoint; log:\n" + tail())
+        before = watch.until(lambda s: s["status"] == "running" and (s["checkpoint_step"] or 0) >= KILL_AFTER_STEP,
+                             300, lambda: f"a checkpoint at step {KILL_AFTER_STEP} or later; log:\n" + tail())
         killed = hosts.kill_node("n2")
         assert before["step"] < NODE_FAIL_STEPS and any("dlguide_core.jobs.worker" in k for k in killed), killed
         # back only once slurmctld has seen it die: a node back within SlurmdTimeout, with the host's uptime,
         # answers its pings as if nothing happened, and the job's srun waits on for the lost task
         wait_for(lambda: "DOWN" in hosts.node_state("n2"), timeout=180, every=0.5, what="slurmctld to declare n2 DOWN")
         hosts.restore_node("n2")
-        final = watch.until(lambda s: s.get("final"), 400, lambda: "the job to end; log:\n" + tail())
+        final = watch.until(lambda s: s.get("final"), 600, lambda: "the job to end; log:\n" + tail())
     finally:
         watch.close()
     job = final["job"]

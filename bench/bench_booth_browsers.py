@@ -97,7 +97,8 @@ async def visitor(browser, url: str, index: int, rounds: int, workdir: Path, wai
         await context.close()
 
 
-async def crowd(url: str, pid: int, visitors: int, rounds: int, workdir: Path, probe=None) -> dict:
+async def crowd(url: str, pid: int, visitors: int, rounds: int, workdir: Path, probe=None,
+                calm_s: float = 2.0) -> dict:
     from playwright.async_api import async_playwright
 
     server = psutil.Process(pid)
@@ -110,7 +111,7 @@ async def crowd(url: str, pid: int, visitors: int, rounds: int, workdir: Path, p
         tasks = [asyncio.create_task(visitor(browser, url, v, rounds, workdir, waits, batches, errors, ready, go))
                  for v in range(visitors)]
         await asyncio.wait_for(ready.wait(), timeout=600)  # every tab on the attract view
-        await asyncio.sleep(2)
+        await asyncio.sleep(calm_s)  # the tabs' own first runs end
         probes = [probe()] if probe else []
         cpu, start = cpu_s(server), time.perf_counter()
         go.set()
@@ -158,7 +159,8 @@ def main() -> int:
                 if backend is not None:
                     time_forward(backend, loaded, 1, 0, warmup=WARMUP_RUNS)
                     probe = functools.partial(probe_forward, backend, loaded)
-            figures = asyncio.run(crowd(server.url, server.proc.pid, ns.visitors, ns.rounds, Path(scratch), probe))
+            figures = asyncio.run(crowd(server.url, server.proc.pid, ns.visitors, ns.rounds, Path(scratch), probe,
+                                        0.5 if ns.quick else 2.0))
         finally:
             server.stop()
         figures["booth"] = ready_line(log_path) or "unknown"

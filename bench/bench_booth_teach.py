@@ -5,8 +5,9 @@ In this process, as the served booth does it (dlguide_core.booth_teach.TeachStor
 a forward in the shared batching worker, the head trained in that worker between two batches), no HTTP:
 - `teach_photo_ms` vs `classify_ms`: one visitor's photo to its features, and to its answer (p50, the worker alone);
 - `learn_wall_ms` (the Learn request, wall time) and `train_ms` (the head's training in it) for NAMES x PHOTOS;
-- `crowd`: 10 visitors classifying back to back, alone and beside one visitor who teaches NAMES x PHOTOS and learns
-  over and over (alternating rounds, bench.common.alternate): the classifying visitors' throughput and its drop;
+- `crowd`: 10 visitors (--quick: 2) classifying back to back, alone and beside one visitor who teaches NAMES x PHOTOS
+  and learns over and over (alternating rounds, bench.common.alternate): the classifying visitors' throughput and its
+  drop;
 - `held_bytes_per_full_visitor`: what one visitor at the caps (10 names x 30 photos) holds in memory;
 - `few_shot`: tiny-imagenet classes (--data, train photos to teach, val photos to test), 5 and 20 photos per class:
   the taught name ranked first among all classes (`joint_top1`) and among the taught names only (`taught_top1`).
@@ -109,12 +110,13 @@ def crowd_round(store, loaded, predictor, seconds: float, teaching: bool, visito
     return rate
 
 
-def crowd(store, loaded, predictor, seconds: float, rounds: int, names: int, photos: int) -> dict:
-    runs = alternate({"alone": lambda: crowd_round(store, loaded, predictor, seconds, False, 10, names, photos),
-                      "beside_a_teacher": lambda: crowd_round(store, loaded, predictor, seconds, True, 10, names,
+def crowd(store, loaded, predictor, seconds: float, rounds: int, names: int, photos: int, visitors: int = 10
+          ) -> dict:
+    runs = alternate({"alone": lambda: crowd_round(store, loaded, predictor, seconds, False, visitors, names, photos),
+                      "beside_a_teacher": lambda: crowd_round(store, loaded, predictor, seconds, True, visitors, names,
                                                               photos)}, rounds)
     alone, beside = statistics.median(runs["alone"]), statistics.median(runs["beside_a_teacher"])
-    return {"visitors": 10, "round_s": seconds, "rounds": rounds,
+    return {"visitors": visitors, "round_s": seconds, "rounds": rounds,
             "alone_per_s": [round(x, 2) for x in runs["alone"]],
             "beside_a_teacher_per_s": [round(x, 2) for x in runs["beside_a_teacher"]],
             "drop_pct": round(100 * (1 - beside / alone), 1) if alone else None}
@@ -195,8 +197,9 @@ def main() -> None:
     store = booth_teach.TeachStore(idle_s=3600)
     predictor = predictor_for(loaded, args.backend)
     figures: dict[str, object] = {"weights": weights, "backend": predictor.backend, "names_x_photos": [names, photos]}
-    figures["speed"] = speed(store, loaded, predictor, names, photos, 3 if quick else 10)
-    figures["crowd"] = crowd(store, loaded, predictor, 1.0 if quick else 20.0, 1 if quick else 4, names, photos)
+    figures["speed"] = speed(store, loaded, predictor, names, photos, 1 if quick else 10)
+    figures["crowd"] = (crowd(store, loaded, predictor, 0.5, 1, names, photos, visitors=2) if quick
+                        else crowd(store, loaded, predictor, 20.0, 4, names, photos))
     figures["held_bytes_per_full_visitor"] = held_bytes_full_visitor(loaded)
     if (args.data / "wnids.txt").is_file():
         figures["few_shot"] = few_shot(loaded, args.data, 2 if quick else 10, (3,) if quick else (5, 20),

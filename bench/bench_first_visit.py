@@ -88,8 +88,8 @@ def open_when_up(page, server: Served, path: str, timeout: float) -> None:
             time.sleep(0.2)
 
 
-def settle(page, deadline: float) -> str | None:
-    """Until the app ran its script once and is idle, then a little longer for late elements; None when it
+def settle(page, deadline: float, late_ms: int = 1500) -> str | None:
+    """Until the app ran its script once and is idle, then `late_ms` longer for late elements; None when it
     did, else what never came (by `deadline`, a time.monotonic())."""
     for selector in ("[data-testid=stApp][data-test-script-state=notRunning]",
                      "[data-testid=stMain] h1"):  # every page (and the booth) has a title
@@ -97,11 +97,12 @@ def settle(page, deadline: float) -> str | None:
             page.wait_for_selector(selector, timeout=max(1.0, deadline - time.monotonic()) * 1000)
         except Exception:
             return f"no {selector} within the time allowed"
-    page.wait_for_timeout(1500)
+    page.wait_for_timeout(late_ms)
     return None
 
 
-def first_visits(browser, server: Served, paths: tuple[str, ...], timeout: float = 180.0) -> list[Visit]:
+def first_visits(browser, server: Served, paths: tuple[str, ...], timeout: float = 180.0, late_ms: int = 1500
+                 ) -> list[Visit]:
     """Open every path in its own session at once, from the server's first second; what each ever showed."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(WATCHER)
@@ -112,7 +113,7 @@ def first_visits(browser, server: Served, paths: tuple[str, ...], timeout: float
         visits = []
         deadline = time.monotonic() + timeout  # one deadline for the tabs opened together
         for page, path in zip(pages, paths):
-            missing = settle(page, deadline)
+            missing = settle(page, deadline, late_ms)
             seen = page.evaluate("window.__seen")
             visits.append(Visit(path, seen["links"], seen["exceptions"], time.monotonic() - server.started, missing))
         return visits
@@ -162,14 +163,14 @@ def classify_flow(browser, server: Served, kiosk: bool, photo: Path = SAMPLE, ti
         context.close()
 
 
-def round_trip(browser, log: Path, env: dict[str, str], kiosk: bool, paths: tuple[str, ...] = FIRST_PATHS
-               ) -> dict:
+def round_trip(browser, log: Path, env: dict[str, str], kiosk: bool, paths: tuple[str, ...] = FIRST_PATHS,
+               late_ms: int = 1500) -> dict:
     """One fresh server: its first visits, a classify flow, its log; a report with every problem found."""
     server = start_server(log, {**env, "DLGUIDE_KIOSK": "1" if kiosk else ""})
     problems: list[str] = []
     report: dict = {"kiosk": kiosk, "paths": list(paths)}
     try:
-        visits = first_visits(browser, server, paths)
+        visits = first_visits(browser, server, paths, late_ms=late_ms)
         report["first_visit_s"] = round(max(v.seconds for v in visits), 1)
         problems += visit_problems(visits, kiosk)
         if not problems:  # a broken first visit fails the round now, not after the flow's timeouts
@@ -183,7 +184,7 @@ def round_trip(browser, log: Path, env: dict[str, str], kiosk: bool, paths: tupl
     return report
 
 
-def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
+def soak(servers: int, env: dict[str, str], workdir: Path, late_ms: int = 1500) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     reports = []
@@ -192,7 +193,8 @@ def soak(servers: int, env: dict[str, str], workdir: Path) -> list[dict]:
         for i in range(servers):
             kiosk = i % 2 == 1
             home = workdir / f"home{i}"  # a fresh DLGUIDE_HOME: nothing exported or cached from a previous round
-            report = round_trip(browser, workdir / f"server{i}.log", {**env, "DLGUIDE_HOME": str(home)}, kiosk)
+            report = round_trip(browser, workdir / f"server{i}.log", {**env, "DLGUIDE_HOME": str(home)}, kiosk,
+                                late_ms=late_ms)
             print(json.dumps(report), flush=True)
             reports.append(report)
         browser.close()
@@ -220,12 +222,17 @@ def main() -> int:
     ns = args.parse_args()
     if CHROMIUM is None:
         skip(MISSING)
-    if ns.quick:  # one fresh full-app server, its first visits and its classify flow; no booth load
-        ns.servers, ns.booth_rounds = 1, 0
+    late_ms = 1500  # a settled page's time for late elements
     with tempfile.TemporaryDirectory() as tmp:
         env = {"DLGUIDE_OFFLINE": os.environ.get("DLGUIDE_OFFLINE", "1"), **weights_env(Path(tmp))}
+        if ns.quick:  # one fresh full-app server, its first visits (0.5 s for late elements; /kiosk's booth on
+            # PyTorch eager, which needs no export) and its classify flow; no booth load
+            ns.servers, ns.booth_rounds, late_ms = 1, 0, 500
+            from dlguide_core.inference.specs import BASELINE
+
+            env["DLGUIDE_KIOSK_BACKEND"] = os.environ.get("DLGUIDE_KIOSK_BACKEND", BASELINE)
         start = time.monotonic()
-        reports = soak(ns.servers, env, Path(tmp))
+        reports = soak(ns.servers, env, Path(tmp), late_ms)
         failed = [r for r in reports if r["problems"]]
         summary = {"servers": len(reports), "failed": len(failed), "soak_s": round(time.monotonic() - start),
                    "first_visit_s_max": max(r.get("first_visit_s", 0) for r in reports),

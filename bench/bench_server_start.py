@@ -49,7 +49,7 @@ def start_once(tree: Path, env: dict[str, str], log: Path) -> dict:
 def main() -> None:
     args = parser(__doc__)
     args.add_argument("--before", type=Path, default=None,
-                      help="another checkout of the project (required, but for --quick: this one against itself)")
+                      help="another checkout of the project (required, but for --quick: this one alone)")
     args.add_argument("--runs", type=int, default=3)
     args.add_argument("--booth-home", type=Path, default=None, help="a prepared booth's DLGUIDE_HOME")
     ns = args.parse_args()
@@ -60,16 +60,16 @@ def main() -> None:
     booth_home = ns.booth_home or work / "booth-home"
     kinds = {"app": {**base, "DLGUIDE_HOME": str(work / "app-home")},
              "booth": {**base, "DLGUIDE_KIOSK": "1", "MALLOC_ARENA_MAX": "2", "DLGUIDE_HOME": str(booth_home)}}
-    if ns.quick:  # the full app once, this checkout against itself (the booth's first start exports: minutes)
-        ns.runs, ns.before = 1, ROOT
+    if ns.quick:  # the full app started once, this checkout only (the booth's first start exports: minutes)
+        ns.runs = 1
         del kinds["booth"]
     elif ns.booth_home is None:  # the exports and compiled programs, made once, untimed
         start_once(ROOT, kinds["booth"], work / "prepare.log")
-    trees = {"this": ROOT, "before": ns.before.resolve()}
+    trees = {"this": ROOT} if ns.before is None else {"this": ROOT, "before": ns.before.resolve()}
     rows: dict[str, dict[str, list[dict]]] = {k: {t: [] for t in trees} for k in kinds}
     for run in range(ns.runs):
         for kind, env in kinds.items():
-            for name in (("this", "before") if run % 2 else ("before", "this")):
+            for name in (list(trees) if run % 2 else list(reversed(trees))):
                 rows[kind][name].append(start_once(trees[name], env, work / f"{kind}-{name}-{run}.log"))
     medians = {kind: {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
                       for name, runs in by_tree.items()} for kind, by_tree in rows.items()}

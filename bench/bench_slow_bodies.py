@@ -80,7 +80,7 @@ def slow_sender(port: int, xsrf: str, answers: list[str], waits: list[float], st
     answers.append(f"no answer in {HOLD_S:.0f} s (hung up)")
 
 
-def slow_bodies(url: str, port: int, senders: int) -> dict:
+def slow_bodies(url: str, port: int, senders: int, head_start_s: float = 1.0) -> dict:
     opener, xsrf = xsrf_opener(url)
     answers: list[str] = []
     waits: list[float] = []
@@ -89,7 +89,7 @@ def slow_bodies(url: str, port: int, senders: int) -> dict:
                for _ in range(senders)]
     for thread in threads:
         thread.start()
-    time.sleep(1.0)
+    time.sleep(head_start_s)  # the slow senders connected and holding their bodies open
     request = urllib.request.Request(f"{url}/_booth/classify?name=visitor.jpg", data=photo(), method="POST",
                                      headers={"X-Xsrftoken": xsrf, "Content-Type": "image/jpeg"})
     began = time.monotonic()
@@ -115,9 +115,9 @@ def rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 2**20
 
 
-def held_reruns(url: str, pid: int, count: int, settle_s: float = SETTLE_S) -> dict:
+def held_reruns(url: str, pid: int, count: int, settle_s: float = SETTLE_S, calm_s: float = 2.0) -> dict:
     with BoothSession(url, timeout=300.0) as session:  # the page's first run, to its end
-        time.sleep(2.0)
+        time.sleep(calm_s)
         before = rss_mb(pid)
         padding = "x" * RERUN_BYTES
         began = time.monotonic()
@@ -136,7 +136,8 @@ def held_reruns(url: str, pid: int, count: int, settle_s: float = SETTLE_S) -> d
 
 def main() -> int:
     ns = parser(__doc__).parse_args()
-    senders, reruns, settle_s = (8, 200, 2.0) if ns.quick else (32, 2000, SETTLE_S)
+    # --quick: the shortest waits (the slow senders' 408 comes after the server's own grace, BODY_GRACE_S)
+    senders, reruns, settle_s, calm_s = (8, 200, 0.5, 0.5) if ns.quick else (32, 2000, SETTLE_S, 2.0)
     root = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="dlguide-slow-") as tmp:
         workdir = Path(tmp)
@@ -151,8 +152,8 @@ def main() -> int:
         try:
             serve.wait_healthy(url, proc, timeout=900,
                                log_tail=lambda: (workdir / "server.log").read_text(errors="replace")[-2000:])
-            figures = {"slow_bodies": slow_bodies(url, port, senders),
-                       "held_reruns": held_reruns(url, proc.pid, reruns, settle_s)}
+            figures = {"slow_bodies": slow_bodies(url, port, senders, calm_s),
+                       "held_reruns": held_reruns(url, proc.pid, reruns, settle_s, calm_s)}
         finally:
             proc.terminate()
             try:

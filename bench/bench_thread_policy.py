@@ -110,8 +110,8 @@ def main() -> None:
     options.add_argument("--iters", type=int, default=15)
     options.add_argument("--settle", type=float, default=30.0, help="seconds between starting the job and timing")
     args = options.parse_args()
-    if args.quick:  # dlguide's policy, one round of 2 forwards, 5 s after the job's start, on a toy folder
-        args.policies, args.rounds, args.iters, args.settle = "default", 1, 2, 5.0
+    if args.quick:  # dlguide's policy, one round of 2 forwards, 2 s after the job's start, on a toy folder
+        args.policies, args.rounds, args.iters, args.settle = "default", 1, 2, 2.0
         args.data = args.data or str(write_toy_dataset(Path(tempfile.mkdtemp(prefix="bench-toy-")) / "toy"))
     elif not args.data:
         options.error("--data is required (a prepared tiny-imagenet folder)")

@@ -61,7 +61,7 @@ def seed_finished_job(home: Path) -> str:
     return job.id
 
 
-def measure(url: AppURL, pid: int, idle_s: float, *, start_job: bool = True) -> PageFigures:
+def measure(url: AppURL, pid: int, idle_s: float, *, start_job: bool = True, calm_ms: int = 3000) -> PageFigures:
     from playwright.sync_api import sync_playwright
 
     figures = PageFigures()
@@ -76,22 +76,22 @@ def measure(url: AppURL, pid: int, idle_s: float, *, start_job: bool = True) -> 
         figures.first_chart_s = time.perf_counter() - began
         page.get_by_role("link", name="Devices").click()
         page.get_by_text("Devices").first.wait_for()
-        page.wait_for_timeout(3000)
+        page.wait_for_timeout(calm_ms)
         began = time.perf_counter()
         page.get_by_role("link", name="Train").click()
         page.locator(".js-plotly-plot").first.wait_for()
         figures.warm_chart_s = time.perf_counter() - began
-        page.wait_for_timeout(3000)  # let the first run's stragglers (fonts, media) finish
+        page.wait_for_timeout(calm_ms)  # let the first run's stragglers (fonts, media) finish
         before, t0 = cpu_s(pid, children=False), time.perf_counter()
         page.wait_for_timeout(idle_s * 1000)
         figures.idle_cpu_share = (cpu_s(pid, children=False) - before) / (time.perf_counter() - t0)
         if start_job:
-            figures.start_answer_s, figures.start_answer = start_a_job(page)
+            figures.start_answer_s, figures.start_answer = start_a_job(page, calm_ms)
         browser.close()
     return figures
 
 
-def start_a_job(page) -> tuple[float, str]:
+def start_a_job(page, calm_ms: int = 3000) -> tuple[float, str]:
     """Pick cifar_net, a short run, Start; seconds until the page says what became of the job."""
     page.get_by_test_id("stSelectbox").filter(has_text="Recipe").first.click()
     page.get_by_role("option", name=re.compile("^cifar_net")).click()
@@ -99,7 +99,7 @@ def start_a_job(page) -> tuple[float, str]:
     page.locator(".st-key-train_cifar_net_epochs input").fill("1")
     page.locator(".st-key-train_cifar_net_max_steps input").fill("5")
     page.locator(".st-key-train_cifar_net_workers input").fill("0")
-    page.wait_for_timeout(3000)  # let the recipe change's rerun finish: the click must not queue behind it
+    page.wait_for_timeout(calm_ms)  # let the recipe change's rerun finish: the click must not queue behind it
     began = time.perf_counter()
     page.locator(".st-key-train_cifar_net_start button").click()
     answer = page.get_by_text(re.compile(r"\(job \d{8}-\d{6}-\w+\) (is queued|running|failed)")).first
@@ -107,7 +107,8 @@ def start_a_job(page) -> tuple[float, str]:
     return time.perf_counter() - began, answer.inner_text()
 
 
-def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = True) -> PageFigures:
+def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = True, calm_ms: int = 3000
+                      ) -> PageFigures:
     with tempfile.TemporaryDirectory(prefix="dlguide-bench-train-") as tmp:
         roots, home = Path(tmp) / "roots", Path(tmp) / "home"
         if data is not None:
@@ -119,7 +120,7 @@ def serve_and_measure(idle_s: float, data: Path | None, *, start_job: bool = Tru
                "DLGUIDE_MAX_JOBS": "1", "STREAMLIT_SERVER_ADDRESS": "127.0.0.1"}
         server = start_served(Path(tmp) / "server.log", env)
         try:
-            return measure(server.url, server.proc.pid, idle_s, start_job=start_job)
+            return measure(server.url, server.proc.pid, idle_s, start_job=start_job, calm_ms=calm_ms)
         finally:
             server.stop()
             cancel_active(home)
@@ -132,9 +133,9 @@ def main() -> None:
     args = options.parse_args()
     if CHROMIUM is None:
         skip(MISSING)
-    if args.quick:
-        args.idle = 2.0
-    figures = serve_and_measure(args.idle, args.data)
+    if args.quick:  # 1 s idle, 1 s for each page to settle
+        args.idle = 1.0
+    figures = serve_and_measure(args.idle, args.data, calm_ms=1000 if args.quick else 3000)
     print(f"| server CPU, Train page open and idle ({args.idle:.0f} s) | {figures.idle_cpu_share:.1%} of a core |")
     print(f"| /train to the first chart, fresh server | {figures.first_chart_s:.1f} s |")
     print(f"| back to Train from Devices: first chart | {figures.warm_chart_s:.1f} s |")

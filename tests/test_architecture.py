@@ -906,6 +906,20 @@ def test_thread_pools_are_not_called_executors():
     assert [name for _, name in _thread_pool_names(ast.parse(sample))] == ["_executor", "self.executor"]
 
 
+# Issue 45: a stored job's launch fields (nodes, processes per node, device, rendezvous, restarts) are read once,
+# by jobs.job.launch_fields (Job.launch): nothing else reads them out of a config again.
+LAUNCH_KEYS = ("device", "nnodes", "nproc_per_node", "rdzv_endpoint", "max_restarts")
+LAUNCH_READ = re.compile(r"config(?:\.get\(|\[)[\"'](" + "|".join(LAUNCH_KEYS) + r")[\"']")
+
+
+def test_a_jobs_launch_fields_are_read_only_by_launch_fields():
+    home = ROOT / "dlguide_core" / "jobs" / "job.py"
+    offenders = [f"{p.relative_to(ROOT)}:{n} {line.strip()}" for p in PRODUCT if p != home
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if LAUNCH_READ.search(line)]
+    assert not offenders, "read a job's launch fields through Job.launch:\n" + "\n".join(offenders)
+    assert LAUNCH_READ.search('int(job.config.get("nnodes", 1))') and not LAUNCH_READ.search('job.config.get("data")')
+
+
 def test_the_job_store_composes_its_parts():
     # Issue 45: JobStore -> SchedulerRestarts -> MetricTables -> Database was a chain built by the line limit.
     from dlguide_core.jobs.database import Database

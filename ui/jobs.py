@@ -61,8 +61,8 @@ def start_feedback(store: JobStore, by_id: dict[str, Job]) -> None:
         return
     batch = ""
     if job.framework == "pytorch" and "batch_size" in job.config:
-        batch = ": " + launch.describe_batch(job.config["batch_size"], job.config.get("nproc_per_node", 1),
-                                             job.config.get("nnodes", 1))
+        batch = ": " + launch.describe_batch(int(job.config["batch_size"]), job.launch.nproc_per_node,
+                                             job.launch.nnodes)
     who = f"{literal(display_name(job))} (job {job.id})"  # the run's name first, the id secondary (issue 43)
     on = f" on {job.executor} as {job.external_id}" if job.external_id else ""  # handed to Slurm or Ray
     if job.status == "queued" and on:  # the scheduler starts it

@@ -36,6 +36,7 @@ def install_middleware(hosts: list[str], address: str, token: str | None = None)
     from ui.auth import sign_in_configured  # what app.py's gate reads: Streamlit's secrets, [auth]
     from web.booth_api import BoothApi
     from web.origin_check import OriginCheck
+    from web.page_base import PageBase
     from web.sign_in_return import ReturnAfterSignIn
     from web.static_gzip import GzipStatic
     from web.upload_caps import UploadGate
@@ -62,6 +63,7 @@ def install_middleware(hosts: list[str], address: str, token: str | None = None)
                 *gate,
                 Middleware(UploadGate, base_url=base_url),  # uploads received a few at a time (issue 33, N4)
                 Middleware(BoothApi, base_url=base_url),  # the booth's photos, answered without a script run (issue 30)
+                Middleware(PageBase, base_url=base_url),  # the page names its server: no 404 probes (issue 43)
                 Middleware(GzipStatic, static_dir=file_util.get_static_dir(),  # its scripts compressed (issue 18)
                            base_url=config.get_option("server.baseUrlPath") or ""),
                 *build()]

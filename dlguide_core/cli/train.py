@@ -200,8 +200,7 @@ def run_foreground(store: JobStore, job_id: str, as_json: bool) -> int:
     job = store.get(job_id, refresh=False)  # created (or resumed) running in this process
     print(f"job {job_id}: log and checkpoint in {job_dir(job_id)}", file=sys.stderr)
     if "batch_size" in job.config:
-        batch = describe_batch(int(job.config["batch_size"]), int(job.config.get("nproc_per_node", 1)),
-                               int(job.config.get("nnodes", 1)))
+        batch = describe_batch(int(job.config["batch_size"]), job.launch.nproc_per_node, job.launch.nnodes)
         print(f"job {job_id}: {batch}", file=sys.stderr)
     status = foreground.run(store, job_id, ConsoleSink(every=10))
     job = store.get(job_id, refresh=False)

@@ -2,7 +2,8 @@
 
 `start_cluster(folder)` writes a slurm.conf (NodeName=localhost, every address 127.0.0.1, free ports, no
 accounting, proctrack/linuxproc, task/none; see ../shared/SERVERS.md), makes sure a munged answers (one that
-already runs is reused, else one is started as the `munge` user and stopped afterwards), starts slurmctld -D
+already runs is reused, else one is started as the `munge` user and left running for every later cluster of the
+run: a system service, not one cluster's), starts slurmctld -D
 and slurmd -D in the background and waits until the node is idle. `SlurmCluster.env` holds SLURM_CONF.
 The node claims more CPUs than the box has (SlurmdParameters=config_overrides) so that the tests' jobs run side
 by side instead of queueing behind each other on a 2-core machine.
@@ -143,9 +144,10 @@ def _ensure_munged(cluster: SlurmCluster) -> None:
         return  # someone's munged already serves this machine: share it
     Path("/run/munge").mkdir(parents=True, exist_ok=True)
     shutil.chown("/run/munge", "munge", "munge")
-    proc = subprocess.Popen(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--foreground"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cluster.pids.append(proc.pid)
+    # Left running once started, as the system service it is: clusters of one run share it (the suite's, a bench's
+    # --quick one, the hosts' namespaces), and the first to stop would otherwise take it from the others mid-job.
+    subprocess.Popen(["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--foreground"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     _wait(_munge_answers, 15, "munged to answer")
 
 

@@ -69,8 +69,22 @@ def _tensorflow_loaded() -> bool:
     return "migraphx" not in sys.modules and any(name.startswith("tensorflow.python") for name in sys.modules)
 
 
+# MIGraphX logs to stderr from its C++ side at INFO (3) by default: performance hints such as "[WARN] ...
+# Instruction needs normalization, performance may be affected" on every compile of the guide's model, which
+# a user cannot act on (issue 43's walk: console noise). Errors only (1) unless the user sets the variable.
+LOG_LEVEL_ENV, QUIET_LOG_LEVEL = "MIGRAPHX_LOG_LEVEL", "1"
+
+
+def quiet_logs() -> None:
+    """MIGraphX's errors only, in this process and the ones it starts, unless MIGRAPHX_LOG_LEVEL is set. Called
+    before the library first logs (it reads the variable once): before loading it, or ONNX Runtime's MIGraphX
+    provider."""
+    os.environ.setdefault(LOG_LEVEL_ENV, QUIET_LOG_LEVEL)
+
+
 def load() -> tuple[ModuleType, Lookup]:
     """The `migraphx` module and where it came from; MigraphxMissing (one line) when nowhere works."""
+    quiet_logs()
     tried, broken = [], False  # broken: a module was found but would not load
     if _tensorflow_loaded() and importlib.util.find_spec("migraphx") is not None:
         raise MigraphxMissing(f"module migraphx found but unusable: {TENSORFLOW_FIRST}")

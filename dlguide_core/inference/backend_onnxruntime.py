@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlguide_core import threads
+from dlguide_core import migraphx_lib, threads
 from dlguide_core.errors import error_summary
 from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import (
@@ -83,6 +83,8 @@ class OnnxRuntimeBackend(Backend):
             # onnxruntime-gpu dlopens CUDA/cuDNN lazily; preload the ones PyTorch's wheels ship
             # (nvidia-* site-packages), or the provider silently falls back to the CPU.
             ort.preload_dlls()
+        if "MIGraphXExecutionProvider" in providers:
+            migraphx_lib.quiet_logs()  # the provider's libmigraphx logs as the module does
         try:
             self._session = ort.InferenceSession(path, session_options(self.options),
                                                  providers=_with_provider_options(providers, self.options))

@@ -375,3 +375,25 @@ def test_inception_v3_quantised_on_the_cpu_target_answers_right_or_is_refused(mg
     assert str(err.value) == (f"MIGraphX {precision} on its cpu target gives wrong answers for this model "
                               "(every logit is 0); use fp32 or another precision")
     assert not backend_migraphx.compiled_path(loaded, 1, options, "cpu").exists()
+
+
+def test_migraphx_speaks_only_of_errors_unless_asked(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(migraphx_lib.LOG_LEVEL_ENV, raising=False)
+    migraphx_lib.quiet_logs()
+    assert os.environ[migraphx_lib.LOG_LEVEL_ENV] == "1"  # errors only
+    monkeypatch.setenv(migraphx_lib.LOG_LEVEL_ENV, "3")
+    migraphx_lib.quiet_logs()
+    assert os.environ[migraphx_lib.LOG_LEVEL_ENV] == "3"  # the user's own level is kept
+
+
+def test_compiling_the_guides_model_prints_no_warning_lines(mgx, tmp_path: Path):
+    """Issue 43's walk: every compile of Inception v3 printed MIGraphX's "[WARN] ... Instruction needs
+    normalization, performance may be affected" (its C++ logger, at INFO by default), which a user cannot act on."""
+    env = {**os.environ, "DLGUIDE_HOME": str(tmp_path / "home")}
+    env.pop(migraphx_lib.LOG_LEVEL_ENV, None)
+    done = subprocess.run([sys.executable, "-m", "dlguide_core", "bench", "--weights", "none", "--backends",
+                           "migraphx", "--target", "cpu", "--batch-sizes", "1", "--iters", "1", "--warmup", "0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^migraphx\s+MIGraphX \(CPU\)", done.stdout, re.MULTILINE), done.stdout  # it compiled and ran
+    assert "[WARN]" not in done.stdout + done.stderr, done.stderr[-3000:]

@@ -30,7 +30,8 @@ report = probed.report
 
 st.subheader(devices.summary_label(report))
 cols = st.columns(4)
-cols[0].metric("PyTorch", report.torch)
+version, _, build = report.torch.partition("+")  # "2.6.0+rocm6.4.3": the build in the label, whole on a phone too
+cols[0].metric(f"PyTorch ({build} build)" if build else "PyTorch", version)
 cols[1].metric("Backend", report.backend.upper())
 cols[2].metric("HIP" if report.backend == "rocm" else "CUDA", report.hip_version or report.cuda_version or "—")
 cols[3].metric("GPUs", len(report.devices))
@@ -45,7 +46,7 @@ st.subheader("PyTorch devices")
 if report.devices:
     st.dataframe(pd.DataFrame([{"index": g.index, "name": g.name,
                                 "memory (GiB)": round(g.total_memory_bytes / 2**30, 1)} for g in report.devices]),
-                 hide_index=True, key="devices_gpus")
+                 hide_index=True)
 else:
     st.info("No GPU visible to PyTorch: everything runs on the CPU.")
 

@@ -2,6 +2,7 @@ import threading
 import time
 
 import pytest
+import torch
 
 from dlguide_core import device_probes, devices
 from tests.support.apptest import open_app
@@ -72,3 +73,12 @@ def test_the_page_draws_before_the_slow_probes_finish_and_fills_in_after(fresh_p
     for runtime, detail in zip(runtimes["runtime"], runtimes["detail"]):  # long reasons also shown whole
         assert len(detail) <= 60 or any(c.value == f"**{runtime}**: {detail}" for c in at.caption)
     assert runtimes["detail"][0] == "migraphx 9.9 from a stand-in"
+
+
+def test_the_torch_version_is_shown_whole_with_its_build_in_the_label(fresh_probes, monkeypatch: pytest.MonkeyPatch):
+    """Issue 43's walk: "2.14.1+cu…" was cut in its box; a ROCm build ("2.6.0+rocm6.4.3") is longer still."""
+    monkeypatch.setattr(torch, "__version__", "2.6.0+rocm6.4.3")
+    at = open_app("pages/devices.py")
+    assert not at.exception
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["PyTorch (rocm6.4.3 build)"] == "2.6.0"

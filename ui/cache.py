@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import streamlit as st
 
@@ -22,6 +22,7 @@ from dlguide_core.vision.models import LoadedModel, load_model
 
 if TYPE_CHECKING:
     from dlguide_core.booth import AttractItem, Predictor
+    from dlguide_core.jobs.store import JobStore
 
 # ---------------------------------------------------------------- devices
 
@@ -150,7 +151,7 @@ def classify_task(run_with: LoadedModel, backend: str, precision: str):
 
 
 @st.cache_resource(show_spinner=False)
-def job_store(url: str):
+def job_store(url: str) -> JobStore:
     """One JobStore connection per store URL (it locks internally, and reconnects after an outage)."""
     return open_store(url)
 
@@ -158,7 +159,8 @@ def job_store(url: str):
 class _PageStore:
     """The cached store for a page: a store that cannot be used (server away, read-only, full, newer
     schema...) shows its one line (password masked) and stops this run, never a traceback; the next
-    rerun tries again, so the page recovers by itself."""
+    rerun tries again, so the page recovers by itself. It answers every JobStore attribute, so
+    app_job_store gives it to the type checker as the JobStore it stands for: pages' calls are checked."""
 
     def __init__(self, url: str) -> None:
         self._url = url
@@ -180,20 +182,20 @@ class _PageStore:
         return call
 
 
-def _stop_on(exc: StoreError):
+def _stop_on(exc: StoreError) -> NoReturn:
     st.error(str(exc))
     st.stop()
 
 
-def app_job_store():
+def app_job_store() -> JobStore:
     """The app's job store (DLGUIDE_STORE_URL), created on first use (the Train page)."""
     try:
-        return _PageStore(store_url().raw)
+        return cast("JobStore", _PageStore(store_url().raw))
     except StoreError as exc:  # a DLGUIDE_STORE_URL that cannot be read (a keyword string, `?PASSWORD=`): one line
         _stop_on(exc)
 
 
-def existing_job_store():
+def existing_job_store() -> JobStore | None:
     """The app's job store; None when no job was ever created (the booth and a look-up must not create
     one) or when it cannot be opened (callers read it quietly)."""
     try:

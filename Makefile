@@ -109,9 +109,9 @@ test: install browser-deps postgres-deps slurm-deps docker-deps
 bench: install
 	$(PY) -m bench.bench_classify
 
-# Every bench script's --quick run, the long ones too (make test runs the short ones: tests/test_benches.py)
+# Every bench script's --quick run alone (make test runs them with the rest: tests/test_benches.py)
 bench-quick: install browser-deps postgres-deps slurm-deps
-	DLGUIDE_BENCH_QUICK=all $(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) tests/test_benches.py
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) tests/test_benches.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -16,7 +16,7 @@ import torch
 from tests.support.built_once import built_once, prepare_booth_home, seed_home
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
-from tests.support.scheduling import LONG_FIRST, worker_group
+from tests.support.scheduling import LONG_FIRST, work_unit, worker_group
 from tests.support.servers import AppURL, Served, start_served
 from tests.support.standin_weights import standin_imagenet_state
 
@@ -148,7 +148,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
-            return worker_group(nodeid.split("::")[0])
+            return work_unit(nodeid)
 
         def _assign_work_unit(self, node: object) -> None:
             if not self.ordered:  # the first assignment: the queue holds every group, in collection order

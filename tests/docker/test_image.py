@@ -114,8 +114,8 @@ def test_docker_stop_reaches_a_detached_job_which_ends_at_its_checkpoint(docker_
         docker_engine.run("stop", name, timeout=60)  # Docker's default: SIGTERM, SIGKILL after 10 s
         took = time.monotonic() - started
         state = docker_engine.inspect(name)["State"]
-        assert took < 9.0, f"docker stop took {took:.1f} s: something waited for Docker's SIGKILL"
-        assert state["ExitCode"] != 137, state
+        # Docker's SIGKILL after its 10 s would leave 137 (128 + 9): the event, not the wall time, is the check
+        assert state["ExitCode"] != 137, f"docker stop took {took:.1f} s and ended in SIGKILL: {state}"
         docker_engine.run("start", name)  # the stopped job's file is in the container: read it back
         assert docker_engine.run("exec", name, "cat", "/data/checkpoint").stdout == "SIGTERM"
     finally:

@@ -22,6 +22,18 @@ LONG_FIRST = ("tests/docker/test_image.py", "slurm", "tests/training/test_distri
               "tests/pages/test_kiosk.py")
 
 
+# Files whose tests share nothing (no module or cluster fixture): each test is a unit of its own, spread over the
+# workers. The bench scripts' --quick runs: each starts its own servers, browsers or cluster (issue 45: all of them
+# in about 3 minutes, where one worker took them one after another in 227 s).
+SPREAD_FILES = frozenset({"tests/test_benches.py"})
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit a test is scheduled in: its own node id in SPREAD_FILES, else its file's worker group."""
+    path = nodeid.split("::")[0]
+    return nodeid if path in SPREAD_FILES else worker_group(path)
+
+
 @functools.cache
 def worker_group(path: str) -> str:
     """The worker group of a test file (its path relative to the checkout): a shared cluster's name, else itself."""

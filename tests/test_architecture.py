@@ -920,6 +920,17 @@ def test_a_jobs_launch_fields_are_read_only_by_launch_fields():
     assert LAUNCH_READ.search('int(job.config.get("nnodes", 1))') and not LAUNCH_READ.search('job.config.get("data")')
 
 
+def test_tests_run_their_event_loops_apart_from_playwrights():
+    # Playwright's sync API keeps an event loop running in a pytest worker's main thread for the rest of the session:
+    # asyncio.run there raises "cannot be called from a running event loop", but only when a browser test ran first
+    # on that worker (CI went red on it twice). tests/support/own_loop.py runs a loop in a thread of its own.
+    home = ROOT / "tests" / "support" / "own_loop.py"
+    offenders = [f"{p.relative_to(ROOT)}:{node.lineno}" for p in (ROOT / "tests").rglob("*.py") if p != home
+                 for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.Call)
+                 and ast.unparse(node.func) == "asyncio.run"]
+    assert not offenders, "use tests.support.own_loop.run_in_own_loop:\n" + "\n".join(offenders)
+
+
 def test_the_job_store_composes_its_parts():
     # Issue 45: JobStore -> SchedulerRestarts -> MetricTables -> Database was a chain built by the line limit.
     from dlguide_core.jobs.database import Database

@@ -3,13 +3,13 @@ page names its server (web.page_base), so the frontend no longer probes /<page>/
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 from pathlib import Path
 
 import pytest
 
 import serve
+from tests.support.own_loop import run_in_own_loop
 from tests.support.servers import start_served
 from web.page_base import MODULE_TAG, PageBase, base_script, with_base_script
 from web.token_gate import entry_url
@@ -37,7 +37,7 @@ def _serve(app, path: str, accept_gzip: bool = False) -> tuple[dict, bytes]:
         sent.append(message)
 
     headers = [(b"host", b"127.0.0.1")] + ([(b"accept-encoding", b"gzip, br")] if accept_gzip else [])
-    asyncio.run(app({"type": "http", "method": "GET", "path": path, "headers": headers}, receive, send))
+    run_in_own_loop(lambda: app({"type": "http", "method": "GET", "path": path, "headers": headers}, receive, send))
     start = {**sent[0], "headers": {k.decode(): v.decode() for k, v in sent[0]["headers"]}}
     return start, b"".join(m.get("body", b"") for m in sent[1:])
 

@@ -58,9 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def list_record(store: JobStore, job: Job) -> dict[str, Any]:
     """One `jobs list --json` record: the job-table row (JobSummary), `created`, the scores (RunSummary), `config`,
     then `epoch_number` (the last step's epoch from 1, as the texts count; added last, so the keys keep their order)."""
-    row = (store.summary(job).to_json() | {"created": job.created} | run_summary(store, job).to_json()
-           | {"config": job.config})
-    return row | {"epoch_number": with_epoch_number(row)["epoch_number"]}
+    summary = store.summary(job)
+    return (summary.to_json() | {"created": job.created} | run_summary(store, job).to_json()
+            | {"config": job.config, "epoch_number": epoch_label(summary.epoch)})
 
 
 def job_json(store: JobStore, job: Job) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import alternate, parser, report, result, skip
+from dlguide_core import onnxruntime_lib
 from tests.support.booth_forward import kept_weights, ready_line
 from tests.support.ports import free_port
 from tests.support.servers import start_served
@@ -91,8 +92,9 @@ def measure(ns, engine, image: str, home: Path) -> dict:
         bare.stop()
         engine.run("rm", "-f", "-v", name, check=False)
     medians = {side: statistics.median(values) for side, values in rounds.items()}
-    import onnxruntime
     import torch
+
+    onnxruntime = onnxruntime_lib.load()
 
     return {
         "sessions": ns.sessions, "photos_per_visitor_per_round": ns.photos, "rounds": ns.rounds,

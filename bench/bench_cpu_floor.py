@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from bench.common import parser, report, result
+from dlguide_core import onnxruntime_lib
 from dlguide_core.inference.backend_base import BackendOptions, sample_batch
 from dlguide_core.inference.benchmark import time_runs
 from dlguide_core.inference.registry import prepare_backend
@@ -39,7 +40,7 @@ Run = Callable[[torch.Tensor], torch.Tensor]  # (B, 3, 299, 299) -> (B, 1000)
 def ort_session(path: str, *, level: str = "all", intra: int = 0, inter: int = 0, parallel: bool = False,
                 spinning: bool | None = None, mem_pattern: bool = True) -> Run:
     """An ONNX Runtime CPU session with the given settings, as a function of the batch."""
-    import onnxruntime as ort
+    ort = onnxruntime_lib.load()
 
     level_enum = ort.GraphOptimizationLevel
     levels = {"all": level_enum.ORT_ENABLE_ALL, "extended": level_enum.ORT_ENABLE_EXTENDED,

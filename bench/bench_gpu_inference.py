@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from bench.common import parser, report, result
+from dlguide_core import onnxruntime_lib
 from dlguide_core.inference.backend_base import BackendOptions
 from dlguide_core.inference.benchmark import BenchConfig, run_benchmark
 from dlguide_core.training.factories import device_name
@@ -44,7 +45,7 @@ def standin_weights() -> None:
 def tensorrt_note() -> str:
     """Whether ONNX Runtime's TensorRT provider could run here (it needs TensorRT's own libraries)."""
     try:
-        import onnxruntime as ort
+        ort = onnxruntime_lib.load()
     except ImportError:
         return "onnxruntime not installed"
     if "TensorrtExecutionProvider" not in ort.get_available_providers():

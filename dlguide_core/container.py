@@ -4,8 +4,9 @@
 their own (detached, jobs.queue.launch), so no process group reaches them: without this entry they would be killed
 with SIGKILL at the end of Docker's 10 s, mid-step, and stay `running` in the store. Here the signal goes to every
 process of the container (`kill(-1)`: each but PID 1 and this one): the server stops, and each job stops at its next
-step with a checkpoint, `interrupted`, resumable (jobs.stopping). Then this waits for them all, up to STOP_GRACE_S,
-and exits with the command's status. tini reaps whatever is left an orphan.
+step with a checkpoint, `interrupted`, resumable (jobs.stopping). Then this waits for them all, up to STOP_GRACE_S
+from the signal (a command still running then is killed), says in one line how long the stop took, and exits
+with the command's status. tini reaps whatever is left an orphan.
 
 Only inside a container's own PID namespace: PID 1 must be an init of a container (tini, docker-init) and this
 process its child, with DLGUIDE_CONTAINER=1 (the image sets it). Anywhere else a stop is passed to the command
@@ -71,12 +72,32 @@ def main(argv: list[str] | None = None) -> int:
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, stop)
-    status = child.wait()
-    if whole_container and stopping:
-        deadline = stopping[0] + STOP_GRACE_S
-        while others() and time.monotonic() < deadline:
-            time.sleep(0.1)
+    status = wait_within_grace(child, stopping)
+    if stopping:
+        left: list[int] = []
+        if whole_container:
+            deadline = stopping[0] + STOP_GRACE_S
+            while (left := others()) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        print(f"dlguide: stopped {time.monotonic() - stopping[0]:.1f} s after the signal"
+              + (f"; {len(left)} process(es) still running, left to the container's end" if left else ""),
+              file=sys.stderr, flush=True)
     return status if status >= 0 else 128 - status
+
+
+def wait_within_grace(child: subprocess.Popen[bytes], stopping: list[float]) -> int:
+    """The command's exit status. Once a stop signal came (`stopping` holds its time), the command has
+    STOP_GRACE_S to end; one that has not by then is killed here, so the container still ends before Docker's
+    own SIGKILL, with the report of the jobs' stops (exit 137: the command was killed)."""
+    while True:
+        try:
+            return child.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if stopping and time.monotonic() >= stopping[0] + STOP_GRACE_S:
+                print(f"dlguide: the server did not end within {STOP_GRACE_S:.0f} s of the signal: killed",
+                      file=sys.stderr, flush=True)
+                child.kill()
+                return child.wait()
 
 
 if __name__ == "__main__":

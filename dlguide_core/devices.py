@@ -127,8 +127,10 @@ def migraphx_targets() -> dict[str, MigraphxTarget]:
 
 
 def onnxruntime_providers() -> tuple[str, ...]:
+    from dlguide_core import onnxruntime_lib
+
     try:
-        import onnxruntime
+        onnxruntime = onnxruntime_lib.load()
     except ImportError:
         return ()
     return tuple(onnxruntime.get_available_providers())

@@ -240,7 +240,7 @@ LAYERS = {  # subpackage -> the subpackages it must never import (the arrows poi
     "inference": {"training", "jobs", "data"},
 }
 BASE = ("settings", "errors", "devices", "downloads", "migraphx_lib", "gpu_slots", "csv_cells",
-        "smi", "torchvision_lib")  # the bottom layer
+        "smi", "torchvision_lib", "onnxruntime_lib")  # the bottom layer
 BASE_IN_PACKAGES = ("tf.runtime",)  # base modules that live in their concept's subpackage (issue 23)
 LONG_MODULES: dict[str, str] = {  # "dlguide_core/x/y.py": why it must stay over MAX_LINES
     "dlguide_core/jobs/store.py": "JobStore is the one store every client knows: it composes its parts (the "
@@ -776,6 +776,21 @@ def test_torchvision_is_imported_only_through_its_door():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "torchvision")]
     assert not offenders, "import torchvision through dlguide_core.torchvision_lib:\n" + "\n".join(offenders)
+
+
+def test_onnxruntime_is_imported_only_through_its_door():
+    # dlguide_core/onnxruntime_lib.py turns ONNX Runtime's telemetry off before the library starts (local by
+    # default; at exit it waited on DNS past Docker's stop); a plain `import onnxruntime` elsewhere could come first.
+    sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, *(ROOT / "bench").glob("*.py"), ROOT / "serve.py"]
+    offenders = []
+    for path in sources:
+        if path == CORE / "onnxruntime_lib.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "onnxruntime")]
+    assert not offenders, "import onnxruntime through dlguide_core.onnxruntime_lib:\n" + "\n".join(offenders)
 
 
 def test_the_booth_screen_sets_no_text_as_html():

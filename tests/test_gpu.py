@@ -107,7 +107,9 @@ def test_two_queued_jobs_get_their_own_slots(tmp_path: Path, monkeypatch: pytest
 
 
 def test_onnxruntime_gpu_provider_runs_and_agrees_with_pytorch(fake_imagenet) -> None:
-    ort = pytest.importorskip("onnxruntime")
+    from dlguide_core import onnxruntime_lib
+
+    ort = onnxruntime_lib.load()
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         pytest.skip(f"this onnxruntime build has no CUDA provider ({ort.get_available_providers()}): "
                     "install onnxruntime-gpu")

@@ -1,6 +1,7 @@
 """ONNX Runtime as a backend: the ONNX export run with the best execution provider present.
 
-onnxruntime is imported inside the functions that need it: without it, `availability` says so.
+onnxruntime is loaded (onnxruntime_lib: its telemetry off) inside the functions that need it: without it,
+`availability` says so.
 int8 on the CPU provider runs the statically quantised copy of the export (`quantize.quantize_int8`).
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlguide_core import migraphx_lib, threads
+from dlguide_core import migraphx_lib, onnxruntime_lib, threads
 from dlguide_core.errors import error_summary
 from dlguide_core.inference import specs
 from dlguide_core.inference.backend_base import (
@@ -40,7 +41,7 @@ class OnnxRuntimeBackend(Backend):
     @classmethod
     def availability(cls, options: BackendOptions | None = None) -> Availability:
         try:
-            import onnxruntime
+            onnxruntime = onnxruntime_lib.load()
         except ImportError:
             reason = "module onnxruntime not installed (pip install onnxruntime)"
             return Availability(cls.name, cls.title, False, reason)
@@ -70,7 +71,7 @@ class OnnxRuntimeBackend(Backend):
         self._export(loaded, progress or (lambda _msg, _frac: None))  # the session itself is quick to create
 
     def _prepare(self, loaded: LoadedModel, progress: Progress) -> None:
-        import onnxruntime as ort
+        ort = onnxruntime_lib.load()
 
         export = self._export(loaded, progress)
         providers = ort_providers(self.options)
@@ -124,7 +125,7 @@ def _ort_precision_runs(precision: str, provider: str) -> bool:
 
 def ort_providers(options: BackendOptions) -> list[str]:
     """The available execution providers for `options.target`, most preferred first."""
-    import onnxruntime as ort
+    ort = onnxruntime_lib.load()
 
     present = set(ort.get_available_providers())
     ordered = [p for p in ORT_PROVIDER_PREFERENCE if p in present]
@@ -150,7 +151,7 @@ def _with_provider_options(providers: list[str], options: BackendOptions) -> lis
 
 def session_options(options: BackendOptions) -> Any:
     """ORT SessionOptions: the requested graph optimisation level and thread counts."""
-    import onnxruntime as ort
+    ort = onnxruntime_lib.load()
 
     levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
               "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,

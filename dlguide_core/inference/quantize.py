@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from dlguide_core import onnxruntime_lib
 from dlguide_core.inference.export import OnnxExport, cache_matches, write_checked
 from dlguide_core.vision.presets import EvalPreset
 
@@ -23,8 +25,10 @@ def quantize_int8(export: OnnxExport, *, force: bool = False) -> Path:
     keyed by the same weights fingerprint. Agreement with fp32 is measured, never assumed:
     `bench` and the Compiled page report max |diff| and top-1/top-5 agreement for it."""
     import onnx
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quantization = onnxruntime_lib.load_quantization()
+    reader: Any = quantization.CalibrationDataReader  # a class of a module typed as Any
+    QuantFormat, QuantType = quantization.QuantFormat, quantization.QuantType
 
     source = Path(export.path)
     target = source.with_name(f"{source.stem}.int8.onnx")
@@ -32,7 +36,7 @@ def quantize_int8(export: OnnxExport, *, force: bool = False) -> Path:
         return target
     batches = [{export.input_name: b.numpy()} for b in _calibration_batches(export.preset)]
 
-    class _Samples(CalibrationDataReader):
+    class _Samples(reader):
         def __init__(self) -> None:
             self._it = iter(batches)
 
@@ -41,9 +45,9 @@ def quantize_int8(export: OnnxExport, *, force: bool = False) -> Path:
 
     with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
         prepared, quantized = Path(tmp) / "prepared.onnx", Path(tmp) / "int8.onnx"
-        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-        quantize_static(str(prepared), str(quantized), _Samples(), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
+        quantization.shape_inference.quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        quantization.quantize_static(str(prepared), str(quantized), _Samples(), quant_format=QuantFormat.QDQ,
+                                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
         proto = onnx.load(str(quantized))
         meta = {p.key: p.value for p in onnx.load(str(source), load_external_data=False).metadata_props}
         write_checked(proto, target, {**meta, "precision": "int8"})

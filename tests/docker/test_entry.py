@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from dlguide_core import container
 
@@ -24,10 +23,8 @@ def test_outside_a_container_it_passes_sigterm_to_its_command_and_returns_its_st
                             stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        began = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 7
-        assert time.monotonic() - began < 10
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -36,3 +33,31 @@ def test_outside_a_container_it_passes_sigterm_to_its_command_and_returns_its_st
 def test_it_is_not_the_whole_container_here_and_says_its_usage() -> None:
     assert not container.own_pid_namespace()
     assert container.main([]) == 2
+
+
+STUBBORN = """import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print('ready', flush=True)
+time.sleep(120)
+"""
+ENTRY_WITH_SHORT_GRACE = """import sys
+from dlguide_core import container
+container.STOP_GRACE_S = 1.0
+sys.exit(container.main(sys.argv[1:]))
+"""
+
+
+def test_a_command_that_ignores_the_stop_is_killed_at_the_end_of_the_grace_and_says_so() -> None:
+    """Docker's own SIGKILL comes 10 s after its SIGTERM; the entry ends first, with a line in `docker logs`."""
+    proc = subprocess.Popen([sys.executable, "-c", ENTRY_WITH_SHORT_GRACE, sys.executable, "-c", STUBBORN],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + signal.SIGKILL
+        assert "did not end within 1 s of the signal: killed" in err
+        assert "dlguide: stopped 1." in err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

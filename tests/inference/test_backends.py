@@ -8,11 +8,10 @@ import dataclasses
 import sys
 from pathlib import Path
 
-import onnxruntime
 import pytest
 import torch
 
-from dlguide_core import migraphx_lib
+from dlguide_core import migraphx_lib, onnxruntime_lib
 from dlguide_core.inference import backend_base, backend_onnxruntime, registry
 from dlguide_core.inference.backend_base import (
     BackendError,
@@ -29,6 +28,8 @@ from dlguide_core.inference.registry import backend_status, prepare_backend
 from dlguide_core.vision.classify import classify_sources, predict_logits
 from dlguide_core.vision.samples import bundled_samples
 from tests.support.fake_migraphx import FakeMigraphx
+
+onnxruntime = onnxruntime_lib.load()
 
 
 @pytest.fixture

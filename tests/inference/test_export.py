@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import torch
 
+from dlguide_core import onnxruntime_lib
 from dlguide_core.inference.export import (
     ExportError,
     cache_matches,
@@ -24,6 +24,8 @@ from dlguide_core.vision.images import load_image
 from dlguide_core.vision.models import CIFAR10_CLASSES, load_model
 from dlguide_core.vision.presets import CIFAR_EVAL, GUIDE_EVAL, EvalPreset, preprocess
 from tests.support.compiled_helpers import seed_export_cache, write_cifar_checkpoint
+
+ort = onnxruntime_lib.load()
 
 
 def _session(path: str | Path) -> ort.InferenceSession:

@@ -93,9 +93,9 @@ class program:  # noqa: N801
 
     def _ort(self):
         if self._session is None:
-            import onnxruntime
+            from dlguide_core import onnxruntime_lib
 
-            self._session = onnxruntime.InferenceSession(self.onnx_path, providers=["CPUExecutionProvider"])
+            self._session = onnxruntime_lib.load().InferenceSession(self.onnx_path, providers=["CPUExecutionProvider"])
         return self._session
 
 

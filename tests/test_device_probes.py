@@ -17,7 +17,7 @@ def test_probe_report_never_waits_and_a_broken_probe_is_data(monkeypatch):
     monkeypatch.setattr(device_probes, "_migraphx_probe", broken)
     started = time.monotonic()
     first = device_probes.probe_report(include_tensorflow=True)
-    assert time.monotonic() - started < 5 and "tensorflow" in first.pending and first.report.tensorflow is None
+    assert time.monotonic() - started < 30 and "tensorflow" in first.pending and first.report.tensorflow is None
     release.set()
     deadline = time.monotonic() + 10
     while not device_probes.probe_report(include_tensorflow=True).done:

@@ -72,7 +72,7 @@ def test_a_head_that_never_answers_costs_one_timeout_not_a_hang(silent_server) -
     assert "not answering" in ray_client.probe(silent_server, timeout=0.5)
     with pytest.raises(RayError, match="not answering"):
         ray_client.client(silent_server, timeout=0.5)  # Ray's own client has no timeout: ours gives it one
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # a hang would run to the test's own timeout
 
 
 def test_a_closed_port_is_not_answering() -> None:

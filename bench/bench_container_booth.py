@@ -64,7 +64,8 @@ def throughput(url: str, sessions: int, photos: int, seeds: list[int], errors: l
 
 
 def versions(engine, name: str) -> str:
-    code = "import torch, onnxruntime; print(torch.__version__, 'onnxruntime', onnxruntime.__version__)"
+    code = ("import torch; from dlguide_core import onnxruntime_lib; o = onnxruntime_lib.load(); "
+            "print(torch.__version__, 'onnxruntime', o.__version__)")
     return engine.run("exec", name, "python", "-c", code, check=False).stdout.strip()
 
 

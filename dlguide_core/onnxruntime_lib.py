@@ -4,9 +4,10 @@ ONNX Runtime 1.29 and later send telemetry to Microsoft from Linux too (a 1DS up
 start, session and model events later, to mobile.events.data.microsoft.com), keep a device identifier and an
 event database under ~/.cache/Microsoft/DeveloperTools/.onnxruntime, and at process exit wait for the uploader.
 dlguide is local by default, so that must not happen. It was also a bug here: on a host whose DNS server does not
-answer (a container with no way out, a lab behind a firewall) each lookup waits 5 s, and a server that had used
+answer (a container with no way out, a lab behind a firewall) each lookup waits 20 s, and a server that had used
 ONNX Runtime outlived Docker's 10 s between SIGTERM and SIGKILL (`docker stop`), seen in a stack of the stopping
-server: its main thread in ONNX Runtime's exit handlers, two threads resolving that address.
+server: its main thread in ONNX Runtime's exit handlers, two threads resolving that address
+(bench/bench_container_stop.py: after a minute's serving, every stop of the server waited so).
 
 ORT_DISABLE_TELEMETRY=1 is ONNX Runtime's full opt-out on Linux when it is set before the library starts: no
 uploader, no identifier, no database, nothing sent. `load()` sets it (unless the user set the variable: their

@@ -763,18 +763,24 @@ def test_each_kind_of_process_declares_its_threads_once_at_its_entry():
     assert source.index("threads.declare") < min(source.index(s) for s in ("warm_", "install_middleware", "cli.main"))
 
 
-def test_torchvision_is_imported_only_through_its_door():
-    # dlguide_core/torchvision_lib.py imports torchvision without torch._dynamo (1.5 s of CPU and 150 MB of RSS in
-    # every server, CLI call and export); a plain `import torchvision` anywhere else would load it first.
-    sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py", ROOT / "app.py"]
+def _imports_past_the_door(module: str, door: Path, sources: list[Path]) -> list[str]:
+    """Where `sources` import `module` (or a submodule) themselves instead of through `door`."""
     offenders = []
     for path in sources:
-        if path == CORE / "torchvision_lib.py":
+        if path == door:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "torchvision")]
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, module)]
+    return offenders
+
+
+def test_torchvision_is_imported_only_through_its_door():
+    # dlguide_core/torchvision_lib.py imports torchvision without torch._dynamo (1.5 s of CPU and 150 MB of RSS in
+    # every server, CLI call and export); a plain `import torchvision` anywhere else would load it first.
+    sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, ROOT / "serve.py", ROOT / "app.py"]
+    offenders = _imports_past_the_door("torchvision", CORE / "torchvision_lib.py", sources)
     assert not offenders, "import torchvision through dlguide_core.torchvision_lib:\n" + "\n".join(offenders)
 
 
@@ -782,14 +788,7 @@ def test_onnxruntime_is_imported_only_through_its_door():
     # dlguide_core/onnxruntime_lib.py turns ONNX Runtime's telemetry off before the library starts (local by
     # default; at exit it waited on DNS past Docker's stop); a plain `import onnxruntime` elsewhere could come first.
     sources = [*CORE.rglob("*.py"), *UI, *WEB, *PAGES, *(ROOT / "bench").glob("*.py"), ROOT / "serve.py"]
-    offenders = []
-    for path in sources:
-        if path == CORE / "onnxruntime_lib.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if _inside(n, "onnxruntime")]
+    offenders = _imports_past_the_door("onnxruntime", CORE / "onnxruntime_lib.py", sources)
     assert not offenders, "import onnxruntime through dlguide_core.onnxruntime_lib:\n" + "\n".join(offenders)
 
 

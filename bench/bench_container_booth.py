@@ -27,11 +27,10 @@ from pathlib import Path
 from bench.common import alternate, parser, report, result, skip
 from dlguide_core import onnxruntime_lib
 from tests.support.booth_forward import kept_weights, ready_line
+from tests.support.docker import IMAGE
 from tests.support.ports import free_port
 from tests.support.servers import start_served
 from tests.support.visitors import drive
-
-IMAGE = "dlguide-cpu"
 
 
 def container_booth(engine, image: str, env: dict[str, str], checkpoints: Path) -> tuple[str, str]:
@@ -118,25 +117,15 @@ def main() -> int:
     ns = args.parse_args()
     if ns.quick:
         skip("a booth in a container takes minutes to build and start (tests/docker runs one); run without --quick")
-    from tests.support.docker import Engine, base_unavailable_reason, build_cpu_image, ensure_base, unavailable_reason
-    from tests.support.docker_wheels import torch_index, torch_index_unavailable_reason
-    from tests.support.paths import ROOT
+    from tests.support.docker import ImageUnavailable, engine_with_cpu_image
 
-    if reason := unavailable_reason() or torch_index_unavailable_reason():
-        skip(reason)
-    engine = Engine.start()
     try:
-        if not engine.has_image("python:3.11-slim-bookworm") and (reason := base_unavailable_reason()):
-            skip(reason)
-        ensure_base(engine)
-        with torch_index() as url:
-            build_cpu_image(engine, ROOT, url)
-        with tempfile.TemporaryDirectory() as scratch:
+        with engine_with_cpu_image() as engine, tempfile.TemporaryDirectory() as scratch:
             home = Path(ns.home or scratch)
             home.mkdir(parents=True, exist_ok=True)
             figures = measure(ns, engine, IMAGE, home)
-    finally:
-        engine.stop()
+    except ImageUnavailable as exc:
+        skip(str(exc))
     report(result("bench_container_booth", figures), ns.json)
     return 0 if not figures["errors"] else 1
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from bench.common import alternate, parser, report, result, skip
 from dlguide_core.onnxruntime_lib import TELEMETRY_ENV
+from tests.support.docker import IMAGE
 from tests.support.ports import free_port
 
-IMAGE = "dlguide-cpu"
 SIDES = {"telemetry_on": {TELEMETRY_ENV: "0"}, "dlguide_default": {}}
 
 
@@ -111,28 +111,18 @@ def main() -> int:
     if ns.quick:
         skip("the image takes minutes to build (tests/docker/test_image.py stops the full app once); run without "
              "--quick")
-    from tests.support.docker import Engine, base_unavailable_reason, build_cpu_image, ensure_base, unavailable_reason
-    from tests.support.docker_wheels import torch_index, torch_index_unavailable_reason
-    from tests.support.paths import ROOT
+    from tests.support.docker import ImageUnavailable, engine_with_cpu_image
     from tests.support.toy_data import write_toy_dataset
 
-    if reason := unavailable_reason() or torch_index_unavailable_reason():
-        skip(reason)
-    engine = Engine.start()
     try:
-        if not engine.has_image("python:3.11-slim-bookworm") and (reason := base_unavailable_reason()):
-            skip(reason)
-        ensure_base(engine)
-        with torch_index() as url:
-            build_cpu_image(engine, ROOT, url)
-        with tempfile.TemporaryDirectory() as scratch:
+        with engine_with_cpu_image() as engine, tempfile.TemporaryDirectory() as scratch:
             data = write_toy_dataset(Path(scratch) / "toy", classes=3, per_class=8)
             rounds = alternate({side: functools.partial(one_stop, engine, env, data, ns.live)
                                 for side, env in SIDES.items()}, ns.rounds,
                                lambda i, got: print(f"round {i + 1}: " + ", ".join(
                                    f"{side} {values[-1]}" for side, values in got.items()), flush=True))
-    finally:
-        engine.stop()
+    except ImageUnavailable as exc:
+        skip(str(exc))
     figures = {
         "rounds": ns.rounds, "live_s": ns.live,
         "stops": rounds,

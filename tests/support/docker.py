@@ -8,7 +8,7 @@
   stand-in made once from Debian's own packages (debootstrap) and tagged with the public name, so the Dockerfile's
   `FROM` runs unchanged. Kept: made once per machine.
 - `cpu_image`: the `cpu` target built with README's command, its torch wheels from tests/support/docker_wheels.py
-  (the public CPU index is unreachable here).
+  (the public CPU index is unreachable here); `engine_with_cpu_image()`: the same for the container benches.
 Builds use the classic builder (DOCKER_BUILDKIT=0): no buildx here, and the Dockerfile needs none.
 """
 
@@ -197,6 +197,28 @@ def build_cpu_image(engine: Engine, context: Path, index_url: str, *, tag: str =
     return engine.run("build", "--target", "cpu", "--build-arg", "OFFLINE=1", "-t", tag,
                       "--build-arg", f"TORCH_INDEX_URL={index_url}", "--network=host", str(context),
                       timeout=timeout)
+
+
+class ImageUnavailable(RuntimeError):
+    """This machine can give no engine, base or CPU wheels for the `cpu` image; the message says which."""
+
+
+@contextlib.contextmanager
+def engine_with_cpu_image() -> Iterator[Engine]:
+    """An engine with README's `cpu` image built in it, for the container benches (bench/); a daemon started for
+    it is stopped after. ImageUnavailable (before anything starts, or before the build) where it cannot be had."""
+    if reason := unavailable_reason() or torch_index_unavailable_reason():
+        raise ImageUnavailable(reason)
+    engine = Engine.start()
+    try:
+        if not engine.has_image(BASE_IMAGE) and (reason := base_unavailable_reason()):
+            raise ImageUnavailable(reason)
+        ensure_base(engine)
+        with torch_index() as url:
+            build_cpu_image(engine, ROOT, url)
+        yield engine
+    finally:
+        engine.stop()
 
 
 # ---------------------------------------------------------------- fixtures (tests/docker/conftest.py imports them)

@@ -86,7 +86,7 @@ def one_stop(engine, env: dict[str, str], data: Path, live_s: float) -> dict:
         # Stop while the server resolves a name when it does within LOOKUP_WAIT_S (ONNX Runtime's uploader tries
         # for most of a minute, then backs off): the moment a user's stop meets it most of the time.
         deadline = time.monotonic() + LOOKUP_WAIT_S
-        while not (lookups := server_lookups(engine, name)) and time.monotonic() < deadline:
+        while (lookups := server_lookups(engine, name)) == 0 and time.monotonic() < deadline:  # None: cannot see
             time.sleep(0.5)
         began = time.perf_counter()
         engine.run("stop", name, timeout=120)
